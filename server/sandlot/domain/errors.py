@@ -1,0 +1,130 @@
+"""Domain errors.
+
+They know nothing of HTTP: `sandlot.api.errors` maps each ``code`` to a status. Leaf errors
+also inherit the standard-library type they resemble so callers can catch them generically.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Conflict",
+    "EnvironmentOutageError",
+    "ImageNotFound",
+    "InvalidInput",
+    "NoCapacity",
+    "NotAuthenticated",
+    "NotFound",
+    "NotPermitted",
+    "PathOutsideWorkspace",
+    "PayloadTooLarge",
+    "QuotaExceeded",
+    "RuntimeUnavailable",
+    "SandboxStateError",
+    "SandlotError",
+]
+
+
+class SandlotError(Exception):
+    """Base of every error the service reports to a client.
+
+    Attributes:
+        code: stable machine-readable identifier, part of the public API.
+        retryable: whether a client may retry the same request later.
+    """
+
+    code = "internal_error"
+    retryable = False
+
+    def __init__(self, message: str, **extra: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.extra = extra
+
+
+class InvalidInput(SandlotError, ValueError):
+    """The request is well-formed JSON but its values are not acceptable."""
+
+    code = "invalid_input"
+
+
+class PathOutsideWorkspace(InvalidInput):
+    """A file path escapes the sandbox workspace (``..``, absolute elsewhere, symlink out)."""
+
+    code = "path_outside_workspace"
+
+
+class ImageNotFound(InvalidInput, LookupError):
+    """The image named for a sandbox is not available on the runtime."""
+
+    code = "image_not_found"
+
+
+class NotFound(SandlotError, LookupError):
+    """The object does not exist, or belongs to another tenant (never told apart)."""
+
+    code = "not_found"
+
+
+class Conflict(SandlotError):
+    """The object is not in a state that allows the operation."""
+
+    code = "conflict"
+
+
+class QuotaExceeded(SandlotError):
+    """The tenant asked for more than its quota allows."""
+
+    code = "quota_exceeded"
+
+
+class PayloadTooLarge(SandlotError):
+    """A request body or file is larger than the configured limit."""
+
+    code = "payload_too_large"
+
+
+class NotAuthenticated(SandlotError, PermissionError):
+    """Missing, malformed, unknown or revoked API key."""
+
+    code = "not_authenticated"
+
+
+class NotPermitted(SandlotError, PermissionError):
+    """The key is valid but lacks the scope for this operation."""
+
+    code = "not_permitted"
+
+
+class NoCapacity(SandlotError):
+    """No sandbox can be placed right now; retry after ``retry_after`` seconds."""
+
+    code = "no_capacity"
+    retryable = True
+
+    def __init__(self, message: str, retry_after: int = 1, **extra: object) -> None:
+        super().__init__(message, **extra)
+        self.retry_after = retry_after
+
+
+class SandboxStateError(SandlotError, RuntimeError):
+    """The sandbox is broken (container died, lost, unresponsive).
+
+    The service shuts it down; a client may retry and will be served by a replacement.
+    """
+
+    code = "sandbox_state_error"
+    retryable = True
+
+
+class EnvironmentOutageError(SandlotError):
+    """No healthy sandbox could be had for longer than the environment's grace period."""
+
+    code = "environment_outage"
+    retryable = True
+
+
+class RuntimeUnavailable(SandlotError, ConnectionError):
+    """The sandbox runtime (Docker engine, local runner) cannot be reached."""
+
+    code = "runtime_unavailable"
+    retryable = True

@@ -1,0 +1,149 @@
+"""The runtime protocol every backend implements, and the value types it speaks.
+
+The services layer only ever talks to :class:`SandboxRuntime`; the Docker and local runtimes
+pass the same integration test suite (``tests/integration/runtime``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "LABEL_INSTANCE",
+    "LABEL_MANAGED",
+    "LABEL_SANDBOX",
+    "LABEL_TENANT",
+    "ExecRequest",
+    "ExecResult",
+    "Limits",
+    "OwnedSandbox",
+    "SandboxRuntime",
+    "SandboxSpec",
+]
+
+LABEL_MANAGED = "dev.sandlot.managed"
+LABEL_INSTANCE = "dev.sandlot.instance"
+LABEL_TENANT = "dev.sandlot.tenant"
+LABEL_SANDBOX = "dev.sandlot.sandbox"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits enforced inside the sandbox."""
+
+    memory_mb: int = 512
+    cpus: float = 1.0
+    pids: int = 256
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxSpec:
+    """Everything a runtime needs to create one sandbox."""
+
+    sandbox_id: str
+    tenant_id: str
+    image: str
+    limits: Limits = field(default_factory=Limits)
+    env: Mapping[str, str] = field(default_factory=dict)
+    network: bool = False
+    read_only_root: bool = False
+    workspace: str = "/workspace"
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ExecRequest:
+    """One command to run to completion.
+
+    ``command`` is an argv list, or a string run by ``/bin/sh -c``.
+    """
+
+    command: Sequence[str] | str
+    stdin: bytes | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout: float = 60.0
+    output_limit: int = 1 << 20
+
+    def argv(self) -> list[str]:
+        """The argv the runtime executes."""
+        if isinstance(self.command, str):
+            return ["/bin/sh", "-c", self.command]
+        return list(self.command)
+
+
+@dataclass(slots=True)
+class ExecResult:
+    """What a finished (or killed) command produced.
+
+    ``exit_code`` is None when the command was killed for its timeout; ``truncated`` says the
+    output passed ``output_limit`` and the rest was drained and discarded.
+    """
+
+    exit_code: int | None
+    stdout: bytes
+    stderr: bytes
+    duration_ms: float
+    timed_out: bool = False
+    truncated: bool = False
+    oom_killed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedSandbox:
+    """A sandbox found on the runtime that carries our labels."""
+
+    ref: str
+    labels: Mapping[str, str]
+    running: bool
+
+
+@runtime_checkable
+class SandboxRuntime(Protocol):
+    """A place sandboxes run. Every method may raise :class:`RuntimeUnavailable`."""
+
+    name: str
+    #: whether sandboxes are really isolated (containers) or plain host processes.
+    isolated: bool
+
+    async def ping(self) -> None:
+        """Raise unless the runtime answers."""
+        ...
+
+    async def image_exists(self, image: str) -> bool:
+        """Whether ``image`` can be used without pulling."""
+        ...
+
+    async def create(self, spec: SandboxSpec) -> str:
+        """Create and start a sandbox; return its runtime reference."""
+        ...
+
+    async def remove(self, ref: str) -> None:
+        """Stop and remove the sandbox; a missing one is not an error."""
+        ...
+
+    async def is_running(self, ref: str) -> bool:
+        """Whether the sandbox exists and runs."""
+        ...
+
+    async def list_owned(self, instance: str | None = None) -> list[OwnedSandbox]:
+        """Sandboxes carrying our managed label (optionally one service instance's)."""
+        ...
+
+    async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
+        """Run a command to completion, bounded by its timeout and output limit."""
+        ...
+
+    async def write_file(self, ref: str, path: str, data: bytes, workspace: str) -> None:
+        """Write ``data`` at absolute in-sandbox ``path`` (inside ``workspace``)."""
+        ...
+
+    async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> bytes:
+        """Read the regular file at ``path`` (inside ``workspace``), at most ``limit`` bytes."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...

@@ -1,0 +1,35 @@
+"""Bounded output capture shared by the runtimes."""
+
+from __future__ import annotations
+
+__all__ = ["CappedBuffer"]
+
+
+class CappedBuffer:
+    """Keeps the first ``limit`` bytes written and counts the rest.
+
+    A command that floods gigabytes keeps the server's memory at ``limit`` per stream.
+    """
+
+    __slots__ = ("_chunks", "_kept", "dropped", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._chunks: list[bytes] = []
+        self._kept = 0
+        self.dropped = 0
+
+    def write(self, data: bytes) -> None:
+        room = self.limit - self._kept
+        if room > 0:
+            piece = data[:room]
+            self._chunks.append(piece)
+            self._kept += len(piece)
+        self.dropped += max(0, len(data) - max(room, 0))
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def getvalue(self) -> bytes:
+        return b"".join(self._chunks)

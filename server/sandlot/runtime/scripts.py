@@ -1,0 +1,65 @@
+"""Small POSIX shell programs the runtimes run inside sandboxes.
+
+They only use what busybox and Debian both have (sh, read, kill, readlink).
+"""
+
+from __future__ import annotations
+
+__all__ = ["KILL_SESSION", "OOM_COUNT", "REPORT_PID_AND_EXEC", "RESOLVE_PATH"]
+
+#: Run as ``sh -c REPORT_PID_AND_EXEC sh ARGV...``: prints its pid on stderr, then becomes ARGV.
+#: The pid is that of a session leader (every ``docker exec`` starts a new session), which lets
+#: KILL_SESSION find the whole process tree later, even processes that left the process group.
+REPORT_PID_AND_EXEC = 'printf "%s\\n" "$$" >&2; exec "$@"'
+
+#: Run as ``sh -c KILL_SESSION sh SID``: stops, then kills, every process in session SID.
+#: Stopping first keeps a fork loop from outrunning the sweep.
+KILL_SESSION = r"""
+sid=$1
+for sig in STOP STOP KILL KILL KILL; do
+  for f in /proc/[0-9]*/stat; do
+    read -r line < "$f" 2>/dev/null || continue
+    rest=${line##*) }
+    set -- $rest
+    if [ "$4" = "$sid" ]; then
+      p=${f#/proc/}; p=${p%/stat}
+      kill -$sig "$p" 2>/dev/null
+    fi
+  done
+done
+exit 0
+"""
+
+#: Run as ``sh -c RESOLVE_PATH sh PATH`` with PATH absolute and normalised. Prints six lines:
+#: the longest existing prefix of PATH with every symlink resolved, the missing rest (may be
+#: empty), the kind of the existing part (file, dir, other), its size in bytes, and the uid and
+#: gid of the sandbox user (who should own files we write).
+RESOLVE_PATH = r"""
+p=$1; tail=
+while :; do
+  if [ -e "$p" ] || [ "$p" = / ]; then
+    r=$(readlink -f -- "$p") || exit 3
+    break
+  fi
+  if [ -L "$p" ]; then
+    # dangling symlink: report where it points so the caller can refuse an escape
+    r=$(readlink -f -- "$p" 2>/dev/null) || r=$(readlink -- "$p")
+    break
+  fi
+  tail="/$(basename -- "$p")$tail"
+  p=$(dirname -- "$p")
+done
+kind=other; size=0
+if [ -d "$r" ]; then kind=dir; elif [ -f "$r" ]; then kind=file; size=$(wc -c < "$r"); fi
+printf '%s\n%s\n%s\n%s\n%s\n%s\n' "$r" "${tail#/}" "$kind" "$size" "$(id -u)" "$(id -g)"
+"""
+
+#: Prints how many processes the kernel OOM-killed in this container (cgroup v1 or v2).
+OOM_COUNT = r"""
+for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
+  if [ -r "$f" ]; then
+    while read -r k v; do [ "$k" = oom_kill ] && { echo "$v"; exit 0; }; done < "$f"
+  fi
+done
+echo 0
+"""
