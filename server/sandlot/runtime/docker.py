@@ -313,7 +313,9 @@ class DockerRuntime:
         """Resolve symlinks in ``path`` inside the container and refuse an escape."""
         res = await self._run_quick(ref, ["/bin/sh", "-c", RESOLVE_PATH, "sh", path])
         if res.exit_code != 0:
-            raise SandboxStateError(f"could not resolve path: {res.stderr.decode(errors='replace')}")
+            raise SandboxStateError(
+                f"could not resolve path: {res.stderr.decode(errors='replace')}"
+            )
         lines = res.stdout.decode().split("\n")
         found = _Resolved(lines[0], lines[1], lines[2], int(lines[3]), int(lines[4]), int(lines[5]))
         full = posixpath.join(found.existing, found.tail) if found.tail else found.existing
@@ -365,7 +367,9 @@ class DockerRuntime:
         if found.kind != "file":
             raise InvalidInput(f"{path!r} is not a regular file", path=path)
         if found.size > limit:
-            raise PayloadTooLarge(f"{path!r} is {found.size} bytes; the limit is {limit}", path=path)
+            raise PayloadTooLarge(
+                f"{path!r} is {found.size} bytes; the limit is {limit}", path=path
+            )
         try:
             tar = await self.docker.containers.container(ref).get_archive(found.existing)
         except aiodocker.DockerError as exc:

@@ -220,4 +220,3 @@ def _debian_suite() -> str:
     except OSError:
         pass
     return "bookworm"
-

@@ -1,0 +1,1 @@
+"""HTTP API v1: thin Litestar controllers over the services."""

@@ -1,0 +1,33 @@
+"""Dependencies the controllers receive: the services and the calling principal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request
+from litestar.datastructures import State
+
+from sandlot.services.accounts import AccountService, Principal
+from sandlot.services.sandboxes import SandboxService
+from sandlot.settings import Settings
+
+__all__ = ["Services", "provide_principal", "provide_services"]
+
+
+@dataclass
+class Services:
+    """Everything a request may need, built once in the app lifespan."""
+
+    settings: Settings
+    accounts: AccountService
+    sandboxes: SandboxService
+
+
+def provide_services(state: State) -> Services:
+    services: Services = state.services
+    return services
+
+
+async def provide_principal(request: Request[Any, Any, Any], services: Services) -> Principal:
+    return await services.accounts.authenticate(request.headers.get("authorization"))

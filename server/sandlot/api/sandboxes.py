@@ -1,0 +1,114 @@
+"""``/v1/sandboxes``: create, list, inspect, delete, exec, files."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Request, Response, delete, get, post, put
+from litestar.params import Parameter
+
+from sandlot.api.deps import Services
+from sandlot.api.schemas import (
+    ExecIn,
+    ExecOut,
+    FileWritten,
+    SandboxCreate,
+    SandboxEventOut,
+    SandboxOut,
+)
+from sandlot.runtime.base import ExecRequest
+from sandlot.services.accounts import Principal
+from sandlot.services.sandboxes import NewSandbox
+
+__all__ = ["SandboxController", "SandboxFilesController"]
+
+PathQuery = Annotated[str, Parameter(query="path", min_length=1, max_length=4096)]
+
+
+class SandboxController(Controller):
+    path = "/v1/sandboxes"
+    tags = ["sandboxes"]
+
+    @post("/", status_code=201, summary="Create a sandbox")
+    async def create(
+        self, data: SandboxCreate, services: Services, principal: Principal
+    ) -> SandboxOut:
+        row = await services.sandboxes.create(principal, NewSandbox(**data.model_dump()))
+        return SandboxOut.of(row)
+
+    @get("/", summary="List sandboxes")
+    async def list_sandboxes(
+        self,
+        services: Services,
+        principal: Principal,
+        status: Annotated[list[str] | None, Parameter(query="status")] = None,
+        limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
+        offset: Annotated[int, Parameter(ge=0)] = 0,
+    ) -> list[SandboxOut]:
+        rows = await services.sandboxes.list(principal, statuses=status, limit=limit, offset=offset)
+        return [SandboxOut.of(r) for r in rows]
+
+    @get("/{sandbox_id:str}", summary="Get a sandbox")
+    async def get_sandbox(
+        self, sandbox_id: str, services: Services, principal: Principal
+    ) -> SandboxOut:
+        return SandboxOut.of(await services.sandboxes.get(principal, sandbox_id))
+
+    @get("/{sandbox_id:str}/events", summary="Status history of a sandbox")
+    async def events(
+        self, sandbox_id: str, services: Services, principal: Principal
+    ) -> list[SandboxEventOut]:
+        return [
+            SandboxEventOut.of(e) for e in await services.sandboxes.events(principal, sandbox_id)
+        ]
+
+    @delete("/{sandbox_id:str}", summary="Delete a sandbox and its container")
+    async def delete_sandbox(
+        self, sandbox_id: str, services: Services, principal: Principal
+    ) -> None:
+        await services.sandboxes.delete(principal, sandbox_id)
+
+    @post("/{sandbox_id:str}/exec", status_code=200, summary="Run a command to completion")
+    async def exec_command(
+        self, sandbox_id: str, data: ExecIn, services: Services, principal: Principal
+    ) -> ExecOut:
+        request = ExecRequest(
+            command=data.command,
+            stdin=data.stdin_bytes(),
+            env=data.env,
+            cwd=data.cwd,
+            timeout=data.timeout,
+            output_limit=services.settings.exec_output_limit,
+        )
+        return ExecOut.of(await services.sandboxes.exec(principal, sandbox_id, request))
+
+
+class SandboxFilesController(Controller):
+    """Raw file bodies; mounted with the larger file-size limit."""
+
+    path = "/v1/sandboxes/{sandbox_id:str}/files"
+    tags = ["files"]
+
+    @put("/", summary="Write a file (raw body) at ?path= in the workspace")
+    async def write_file(
+        self,
+        sandbox_id: str,
+        path: PathQuery,
+        request: Request,  # type: ignore[type-arg]
+        services: Services,
+        principal: Principal,
+    ) -> FileWritten:
+        body = await request.body()
+        written = await services.sandboxes.write_file(principal, sandbox_id, path, body)
+        return FileWritten(path=written, size=len(body))
+
+    @get(
+        "/",
+        summary="Read the file at ?path= in the workspace",
+        media_type="application/octet-stream",
+    )
+    async def read_file(
+        self, sandbox_id: str, path: PathQuery, services: Services, principal: Principal
+    ) -> Response[bytes]:
+        data = await services.sandboxes.read_file(principal, sandbox_id, path)
+        return Response(data, media_type="application/octet-stream")

@@ -1,0 +1,93 @@
+"""The Litestar application factory. No module-level app: call ``create_app(settings)``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar, Router
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import SwaggerRenderPlugin
+
+from sandlot import __version__
+from sandlot.api.deps import Services, provide_principal, provide_services
+from sandlot.api.errors import exception_handlers
+from sandlot.api.health import HealthController
+from sandlot.api.sandboxes import SandboxController, SandboxFilesController
+from sandlot.runtime.base import SandboxRuntime
+from sandlot.runtime.select import make_runtime
+from sandlot.services.accounts import AccountService
+from sandlot.services.loops import PeriodicLoop
+from sandlot.services.reconcile import Reconciler
+from sandlot.services.sandboxes import SandboxService
+from sandlot.settings import Settings
+from sandlot.store import migrate
+from sandlot.store.engine import make_engine, make_sessionmaker
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> Litestar:
+    """Build the app. ``runtime`` overrides the one chosen from settings (tests use it)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        if settings.migrate_on_start:
+            await asyncio.to_thread(migrate.upgrade, settings.database_url)
+        engine = make_engine(settings.database_url)
+        sessions = make_sessionmaker(engine)
+        rt = runtime or await make_runtime(settings)
+        accounts = AccountService(sessions)
+        sandboxes = SandboxService(sessions, rt, settings)
+        app.state.services = Services(settings=settings, accounts=accounts, sandboxes=sandboxes)
+        if settings.reconcile_on_start:
+            await Reconciler(sessions, rt, settings.instance).run()
+        reaper = PeriodicLoop(
+            "reaper",
+            sandboxes.reap_expired,
+            settings.reaper_interval,
+            enabled=settings.reaper_enabled,
+        )
+        reaper.start()
+        try:
+            yield
+        finally:
+            await reaper.stop()
+            if runtime is None:
+                await rt.close()
+            await engine.dispose()
+
+    files = Router(
+        path="/",
+        route_handlers=[SandboxFilesController],
+        request_max_body_size=settings.max_file_bytes,
+    )
+    api = Router(
+        path="/",
+        route_handlers=[SandboxController, HealthController],
+        request_max_body_size=settings.max_request_bytes,
+    )
+    return Litestar(
+        route_handlers=[api, files],
+        lifespan=[lifespan],
+        dependencies={
+            "services": Provide(provide_services, sync_to_thread=False),
+            "principal": Provide(provide_principal),
+        },
+        exception_handlers=exception_handlers,
+        openapi_config=OpenAPIConfig(
+            title="Sandlot",
+            version=__version__,
+            description="Isolated sandboxes for AI agents.",
+            path="/openapi",
+            render_plugins=[SwaggerRenderPlugin()],
+        ),
+        request_max_body_size=max(settings.max_file_bytes, settings.max_request_bytes),
+        debug=False,
+    )

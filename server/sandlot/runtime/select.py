@@ -1,0 +1,42 @@
+"""Choose the runtime from settings: Docker, local, or auto (Docker if it answers)."""
+
+from __future__ import annotations
+
+import logging
+
+from sandlot.domain.errors import InvalidInput, RuntimeUnavailable
+from sandlot.runtime.base import SandboxRuntime
+from sandlot.settings import Mode, RuntimeKind, Settings
+
+__all__ = ["make_runtime"]
+
+log = logging.getLogger(__name__)
+
+
+async def make_runtime(settings: Settings) -> SandboxRuntime:
+    from sandlot.runtime.docker import DockerRuntime
+    from sandlot.runtime.local import LocalRuntime
+
+    if settings.runtime in (RuntimeKind.DOCKER, RuntimeKind.AUTO):
+        docker = DockerRuntime(settings.docker_url, instance=settings.instance)
+        try:
+            await docker.ping()
+            return docker
+        except RuntimeUnavailable:
+            await docker.close()
+            if settings.runtime is RuntimeKind.DOCKER:
+                raise
+            log.warning("no Docker engine answers; using the local runtime")
+    local = LocalRuntime(settings.data_dir / "sandboxes", instance=settings.instance)
+    if not local.isolated:
+        if settings.mode is Mode.PRODUCTION and not settings.allow_unisolated:
+            raise InvalidInput(
+                "the local runtime is not isolated here (bubblewrap missing); refusing in "
+                "production mode. Install bubblewrap, use Docker, or set "
+                "SANDLOT_ALLOW_UNISOLATED=true"
+            )
+        log.warning(
+            "LOCAL RUNTIME IS NOT ISOLATED: sandboxes are plain processes on this host "
+            "(install bubblewrap to isolate them)"
+        )
+    return local

@@ -1,0 +1,157 @@
+"""Tenants, API keys and authentication."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from sandlot.domain.errors import InvalidInput, NotAuthenticated, NotPermitted
+from sandlot.domain.keys import (
+    ALL_SCOPES,
+    TENANT_SCOPES,
+    NewKey,
+    Scope,
+    generate_key,
+    keys_match,
+    split_key,
+)
+from sandlot.store.repositories import ApiKeyRepository, TenantRepository
+from sandlot.store.tables import ApiKey, Tenant
+from sandlot.store.types import utcnow
+
+__all__ = ["OPERATOR_TENANT", "AccountService", "CreatedKey", "Principal"]
+
+#: Name of the tenant that owns operator keys (created on first start).
+OPERATOR_TENANT = "operators"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the key's tenant and scopes."""
+
+    tenant_id: str
+    key_id: str
+    scopes: frozenset[str]
+
+    @property
+    def is_operator(self) -> bool:
+        return Scope.OPERATOR.value in self.scopes
+
+    @property
+    def visible_tenant(self) -> str | None:
+        """Tenant filter for reads: operators see every tenant (None)."""
+        return None if self.is_operator else self.tenant_id
+
+    def require(self, scope: Scope) -> None:
+        """Raise :class:`NotPermitted` unless the key has ``scope`` (operators have all)."""
+        if not self.is_operator and scope.value not in self.scopes:
+            raise NotPermitted(f"this key lacks the {scope.value!r} scope", scope=scope.value)
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    key: ApiKey
+    plaintext: str
+
+
+class AccountService:
+    """Creates tenants and keys, and turns a presented key into a :class:`Principal`."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def create_tenant(
+        self,
+        name: str,
+        *,
+        max_sandboxes: int | None = None,
+        max_memory_mb: int | None = None,
+        max_cpus: float | None = None,
+        allow_network: bool = False,
+    ) -> Tenant:
+        if not name or len(name) > 100:
+            raise InvalidInput("tenant name must be 1 to 100 characters")
+        tenant = Tenant(name=name, allow_network=allow_network)
+        for field, value in (
+            ("max_sandboxes", max_sandboxes),
+            ("max_memory_mb", max_memory_mb),
+            ("max_cpus", max_cpus),
+        ):
+            if value is not None:
+                setattr(tenant, field, value)
+        async with self._sessions.begin() as session:
+            return await TenantRepository(session).add(tenant)
+
+    async def list_tenants(self) -> Sequence[Tenant]:
+        async with self._sessions() as session:
+            return await TenantRepository(session).list()
+
+    async def create_key(
+        self,
+        tenant: str,
+        *,
+        name: str = "",
+        scopes: Iterable[str] | None = None,
+        operator: bool = False,
+    ) -> CreatedKey:
+        """Create a key for ``tenant`` (id or name). The plaintext is returned once."""
+        wanted = set(scopes) if scopes is not None else set(TENANT_SCOPES)
+        if operator:
+            wanted.add(Scope.OPERATOR.value)
+        unknown = wanted - ALL_SCOPES
+        if unknown:
+            raise InvalidInput(f"unknown scopes {sorted(unknown)}; known: {sorted(ALL_SCOPES)}")
+        async with self._sessions.begin() as session:
+            owner = await TenantRepository(session).resolve(tenant)
+            new: NewKey = generate_key()
+            key = ApiKey(
+                tenant_id=owner.id,
+                name=name,
+                prefix=new.prefix,
+                digest=new.digest,
+                scopes=sorted(wanted),
+            )
+            await ApiKeyRepository(session).add(key)
+        return CreatedKey(key=key, plaintext=new.plaintext)
+
+    async def revoke_key(self, key_id_or_prefix: str) -> ApiKey:
+        async with self._sessions.begin() as session:
+            repo = ApiKeyRepository(session)
+            key = await repo.by_prefix(key_id_or_prefix) or await repo.get(key_id_or_prefix)
+            if key.revoked_at is None:
+                key.revoked_at = utcnow()
+            return key
+
+    async def list_keys(self, tenant: str | None = None) -> Sequence[ApiKey]:
+        async with self._sessions() as session:
+            tenant_id = (await TenantRepository(session).resolve(tenant)).id if tenant else None
+            return await ApiKeyRepository(session).list(tenant_id)
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """Check an ``Authorization: Bearer <key>`` header value."""
+        if not authorization:
+            raise NotAuthenticated("missing Authorization: Bearer <key> header")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise NotAuthenticated("expected Authorization: Bearer <key>")
+        token = token.strip()
+        prefix = split_key(token)
+        async with self._sessions() as session:
+            key = await ApiKeyRepository(session).by_prefix(prefix)
+        if key is None or not keys_match(token, key.digest):
+            raise NotAuthenticated("unknown API key")
+        if key.revoked_at is not None:
+            raise NotAuthenticated("this API key was revoked")
+        return Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes))
+
+    async def bootstrap(self) -> CreatedKey | None:
+        """On an empty store, create the operators tenant and its first key."""
+        async with self._sessions() as session:
+            if await ApiKeyRepository(session).count() > 0:
+                return None
+            existing = await TenantRepository(session).by_name(OPERATOR_TENANT)
+        if existing is None:
+            await self.create_tenant(OPERATOR_TENANT)
+        return await self.create_key(OPERATOR_TENANT, name="bootstrap", operator=True)

@@ -1,0 +1,299 @@
+"""Sandbox orchestration: create, inspect, run commands, move files, delete.
+
+Each step that changes state is its own short transaction, so a slow container start never
+holds a database lock, and a crash between steps leaves rows that the reconciler can settle.
+Every status change goes through ``SandboxRepository.move`` (the status machine).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from sandlot.domain.errors import (
+    Conflict,
+    ImageNotFound,
+    InvalidInput,
+    NotPermitted,
+    QuotaExceeded,
+    SandboxStateError,
+)
+from sandlot.domain.keys import Scope
+from sandlot.domain.paths import resolve_workspace_path
+from sandlot.domain.status import SandboxStatus
+from sandlot.runtime.base import (
+    LABEL_SANDBOX,
+    LABEL_TENANT,
+    ExecRequest,
+    ExecResult,
+    Limits,
+    SandboxRuntime,
+    SandboxSpec,
+)
+from sandlot.services.accounts import Principal
+from sandlot.settings import Settings
+from sandlot.store.repositories import SandboxRepository
+from sandlot.store.tables import Sandbox, SandboxEvent, Tenant
+from sandlot.store.types import utcnow
+
+__all__ = ["NewSandbox", "SandboxService"]
+
+log = logging.getLogger(__name__)
+
+S = SandboxStatus
+_IMAGE_RE = re.compile(
+    r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$"
+)
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_USABLE = (S.READY.value, S.ACQUIRED.value, S.IN_SESSION.value)
+
+
+@dataclass(frozen=True, slots=True)
+class NewSandbox:
+    """What a client asked for; unset fields take the settings' defaults."""
+
+    image: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    memory_mb: int | None = None
+    cpus: float | None = None
+    pids: int | None = None
+    network: bool = False
+    ttl_seconds: int | None = None
+    read_only_root: bool = False
+
+
+def validate_env(env: Mapping[str, str]) -> None:
+    for name, value in env.items():
+        if not _ENV_NAME_RE.match(name):
+            raise InvalidInput(f"invalid environment variable name {name!r}", field="env")
+        if "\x00" in value:
+            raise InvalidInput(f"environment variable {name!r} contains a NUL byte", field="env")
+
+
+class SandboxService:
+    """The one place sandboxes change."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        runtime: SandboxRuntime,
+        settings: Settings,
+    ) -> None:
+        self._sessions = sessions
+        self.runtime = runtime
+        self._settings = settings
+
+    @property
+    def sessions(self) -> async_sessionmaker[AsyncSession]:
+        return self._sessions
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def get(self, principal: Principal, sandbox_id: str) -> Sandbox:
+        principal.require(Scope.SANDBOXES_READ)
+        async with self._sessions() as session:
+            return await SandboxRepository(session, principal.visible_tenant).get(sandbox_id)
+
+    async def list(
+        self,
+        principal: Principal,
+        *,
+        statuses: Sequence[str] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Sequence[Sandbox]:
+        principal.require(Scope.SANDBOXES_READ)
+        async with self._sessions() as session:
+            repo = SandboxRepository(session, principal.visible_tenant)
+            return await repo.list(statuses=statuses, limit=limit, offset=offset)
+
+    async def events(self, principal: Principal, sandbox_id: str) -> Sequence[SandboxEvent]:
+        principal.require(Scope.SANDBOXES_READ)
+        async with self._sessions() as session:
+            return await SandboxRepository(session, principal.visible_tenant).events(sandbox_id)
+
+    # -- create -----------------------------------------------------------------------------
+
+    def _resolve(self, ask: NewSandbox) -> tuple[str, Limits, int | None]:
+        s = self._settings
+        image = ask.image or s.default_image
+        if not _IMAGE_RE.match(image):
+            raise InvalidInput(f"invalid image reference {image!r}", field="image")
+        validate_env(ask.env)
+        limits = Limits(
+            memory_mb=ask.memory_mb or s.default_memory_mb,
+            cpus=ask.cpus or s.default_cpus,
+            pids=ask.pids or s.default_pids,
+        )
+        ttl = ask.ttl_seconds if ask.ttl_seconds is not None else s.default_ttl_seconds
+        if ttl is not None and ttl > s.max_ttl_seconds:
+            raise InvalidInput(f"ttl_seconds may be at most {s.max_ttl_seconds}", field="ttl")
+        return image, limits, ttl
+
+    async def create(self, principal: Principal, ask: NewSandbox) -> Sandbox:
+        principal.require(Scope.SANDBOXES_WRITE)
+        image, limits, ttl = self._resolve(ask)
+        tenant_id = principal.tenant_id
+        if not await self.runtime.image_exists(image):
+            raise ImageNotFound(f"image {image!r} is not available on this runtime", image=image)
+        async with self._sessions.begin() as session:
+            tenant = await self._lock_tenant(session, tenant_id)
+            if ask.network and not tenant.allow_network:
+                raise NotPermitted("this tenant may not create sandboxes with network access")
+            count, memory, cpus = await SandboxRepository(session, tenant_id).usage()
+            if count + 1 > tenant.max_sandboxes:
+                raise QuotaExceeded(
+                    f"tenant has {count} live sandboxes; its quota is {tenant.max_sandboxes}"
+                )
+            if memory + limits.memory_mb > tenant.max_memory_mb:
+                raise QuotaExceeded(
+                    f"memory quota is {tenant.max_memory_mb} MB; {memory} MB in use"
+                )
+            if cpus + limits.cpus > tenant.max_cpus + 1e-9:
+                raise QuotaExceeded(f"cpu quota is {tenant.max_cpus}; {cpus:g} in use")
+            now = utcnow()
+            row = Sandbox(
+                tenant_id=tenant_id,
+                image=image,
+                status=S.CREATED.value,
+                runtime=self.runtime.name,
+                memory_mb=limits.memory_mb,
+                cpus=limits.cpus,
+                pids=limits.pids,
+                network=ask.network,
+                env=dict(ask.env),
+                ttl_seconds=ttl,
+                expires_at=now + timedelta(seconds=ttl) if ttl else None,
+            )
+            await SandboxRepository(session, tenant_id).add(row, "requested")
+        await self._move(row.id, S.SETTING_UP, "starting container")
+        spec = SandboxSpec(
+            sandbox_id=row.id,
+            tenant_id=tenant_id,
+            image=image,
+            limits=limits,
+            env=dict(ask.env),
+            network=ask.network,
+            read_only_root=ask.read_only_root,
+            workspace=row.workspace,
+            labels={LABEL_TENANT: tenant_id, LABEL_SANDBOX: row.id},
+        )
+        try:
+            ref = await self.runtime.create(spec)
+        except BaseException as exc:
+            await self._move(row.id, S.OFFLINE, f"start failed: {exc}"[:500])
+            raise
+        return await self._move(row.id, S.READY, "container started", runtime_ref=ref)
+
+    async def _lock_tenant(self, session: AsyncSession, tenant_id: str) -> Tenant:
+        """Lock the tenant row so concurrent creates cannot both pass the quota check."""
+        query = select(Tenant).where(Tenant.id == tenant_id).with_for_update()
+        tenant = (await session.scalars(query)).one()
+        return tenant
+
+    async def _move(
+        self, sandbox_id: str, target: SandboxStatus, reason: str, *, runtime_ref: str | None = None
+    ) -> Sandbox:
+        async with self._sessions.begin() as session:
+            repo = SandboxRepository(session, None)
+            row = await repo.get(sandbox_id, lock=True)
+            if runtime_ref is not None:
+                row.runtime_ref = runtime_ref
+            await repo.move(row, target, reason)
+            return row
+
+    # -- use --------------------------------------------------------------------------------
+
+    async def _usable(self, principal: Principal, sandbox_id: str) -> Sandbox:
+        principal.require(Scope.SANDBOXES_WRITE)
+        row = await self.get(principal, sandbox_id)
+        if row.status not in _USABLE or row.runtime_ref is None:
+            raise Conflict(f"sandbox {sandbox_id} is {row.status}", status=row.status)
+        return row
+
+    async def _broken(self, row: Sandbox, exc: SandboxStateError) -> None:
+        """A sandbox whose container failed is shut down so it is never handed out again."""
+        log.warning("sandbox %s is broken (%s); shutting it down", row.id, exc)
+        try:
+            await self._shutdown(row.id, f"broken: {exc}"[:500])
+        except Exception:  # the original error matters more to the caller
+            log.exception("could not shut down broken sandbox %s", row.id)
+
+    async def exec(self, principal: Principal, sandbox_id: str, request: ExecRequest) -> ExecResult:
+        row = await self._usable(principal, sandbox_id)
+        if request.timeout > self._settings.exec_max_timeout or request.timeout <= 0:
+            raise InvalidInput(
+                f"timeout must be in (0, {self._settings.exec_max_timeout}]", field="timeout"
+            )
+        validate_env(request.env)
+        assert row.runtime_ref is not None
+        try:
+            return await self.runtime.exec(row.runtime_ref, request)
+        except SandboxStateError as exc:
+            await self._broken(row, exc)
+            raise
+
+    async def write_file(
+        self, principal: Principal, sandbox_id: str, path: str, data: bytes
+    ) -> str:
+        row = await self._usable(principal, sandbox_id)
+        target = resolve_workspace_path(row.workspace, path)
+        assert row.runtime_ref is not None
+        try:
+            await self.runtime.write_file(row.runtime_ref, target, data, row.workspace)
+        except SandboxStateError as exc:
+            await self._broken(row, exc)
+            raise
+        return target
+
+    async def read_file(self, principal: Principal, sandbox_id: str, path: str) -> bytes:
+        row = await self._usable(principal, sandbox_id)
+        target = resolve_workspace_path(row.workspace, path)
+        assert row.runtime_ref is not None
+        try:
+            return await self.runtime.read_file(
+                row.runtime_ref, target, row.workspace, self._settings.max_file_bytes
+            )
+        except SandboxStateError as exc:
+            await self._broken(row, exc)
+            raise
+
+    # -- delete -----------------------------------------------------------------------------
+
+    async def delete(self, principal: Principal, sandbox_id: str) -> None:
+        principal.require(Scope.SANDBOXES_WRITE)
+        await self.get(principal, sandbox_id)  # 404 for other tenants' ids
+        await self._shutdown(sandbox_id, "deleted by client")
+
+    async def _shutdown(self, sandbox_id: str, reason: str) -> None:
+        """Take a sandbox to offline, removing its container. Idempotent."""
+        async with self._sessions.begin() as session:
+            repo = SandboxRepository(session, None)
+            row = await repo.get(sandbox_id, lock=True)
+            if row.status == S.OFFLINE.value:
+                return
+            if row.status != S.SHUTTING_DOWN.value:
+                await repo.move(row, S.SHUTTING_DOWN, reason)
+            ref = row.runtime_ref
+        if ref is not None:
+            await self.runtime.remove(ref)
+        await self._move(sandbox_id, S.OFFLINE, reason)
+
+    async def reap_expired(self) -> int:
+        """Shut down every sandbox past its ttl; returns how many. One failure skips one item."""
+        async with self._sessions() as session:
+            expired = await SandboxRepository(session, None).expired(utcnow())
+        done = 0
+        for row in expired:
+            try:
+                await self._shutdown(row.id, "ttl expired")
+                done += 1
+            except Exception:
+                log.exception("could not reap sandbox %s", row.id)
+        return done

@@ -1,0 +1,119 @@
+"""Typed settings, read from ``SANDLOT_*`` environment variables (or passed in directly).
+
+Nothing reads the environment at import time: ``Settings()`` is built by the CLI or the tests
+and handed to ``create_app(settings)``. Fields are grouped by concern; every one is documented
+in the README's settings table.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Mode", "RuntimeKind", "Settings"]
+
+
+class RuntimeKind(StrEnum):
+    AUTO = "auto"
+    DOCKER = "docker"
+    LOCAL = "local"
+
+
+class Mode(StrEnum):
+    DEVELOPMENT = "development"
+    PRODUCTION = "production"
+
+
+class Settings(BaseSettings):
+    """Sandlot's configuration."""
+
+    model_config = SettingsConfigDict(env_prefix="SANDLOT_", extra="ignore")
+
+    # -- service ---------------------------------------------------------------------------
+    mode: Mode = Field(
+        default=Mode.DEVELOPMENT,
+        description="`production` refuses the unisolated local runtime unless allowed.",
+    )
+    host: str = Field(default="127.0.0.1", description="Address the HTTP server binds.")
+    port: int = Field(default=8480, ge=0, le=65535, description="Port the HTTP server binds.")
+    workers: int = Field(default=1, ge=1, description="Granian worker processes.")
+    data_dir: Path = Field(
+        default=Path(".sandlot"),
+        description="Where the embedded store, local sandboxes and blobs live.",
+    )
+    instance: str = Field(
+        default="default",
+        pattern=r"^[A-Za-z0-9_.-]{1,63}$",
+        description="Deployment name put on every container label; services sharing one "
+        "database and engine must share it, and reconcile only containers carrying it.",
+    )
+
+    # -- store -----------------------------------------------------------------------------
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL. Empty: a SQLite file in the data dir. "
+        "postgresql://... uses asyncpg.",
+    )
+    migrate_on_start: bool = Field(
+        default=True, description="Apply pending migrations when the service starts."
+    )
+
+    # -- runtime ---------------------------------------------------------------------------
+    runtime: RuntimeKind = Field(
+        default=RuntimeKind.AUTO,
+        description="`docker`, `local`, or `auto` (Docker when its engine answers, else local).",
+    )
+    docker_url: str | None = Field(
+        default=None, description="Docker engine URL; default: DOCKER_HOST or the local socket."
+    )
+    allow_unisolated: bool = Field(
+        default=False,
+        description="Allow the local runtime without bubblewrap isolation in production mode.",
+    )
+
+    # -- sandboxes -------------------------------------------------------------------------
+    default_image: str = Field(default="sandlot/busybox:latest", description="Image if none given.")
+    default_memory_mb: int = Field(default=512, ge=16, description="Memory limit per sandbox.")
+    default_cpus: float = Field(default=1.0, gt=0, description="CPU limit per sandbox.")
+    default_pids: int = Field(default=256, ge=8, description="Process limit per sandbox.")
+    default_ttl_seconds: int | None = Field(
+        default=3600, ge=1, description="Lifetime of a sandbox with no ttl of its own; empty: none."
+    )
+    max_ttl_seconds: int = Field(default=7 * 24 * 3600, ge=1, description="Longest ttl allowed.")
+
+    # -- limits ----------------------------------------------------------------------------
+    max_request_bytes: int = Field(
+        default=1 << 20, ge=1024, description="Largest JSON request body (413 beyond)."
+    )
+    max_file_bytes: int = Field(
+        default=100 << 20, ge=1024, description="Largest file uploaded or downloaded (413 beyond)."
+    )
+    exec_output_limit: int = Field(
+        default=1 << 20,
+        ge=1024,
+        description="Bytes of stdout and of stderr kept per command; the rest is discarded "
+        "and the result says `truncated`.",
+    )
+    exec_max_timeout: float = Field(default=3600, gt=0, description="Longest command timeout.")
+
+    # -- background loops ------------------------------------------------------------------
+    reaper_enabled: bool = Field(default=True, description="Shut down expired sandboxes.")
+    reaper_interval: float = Field(default=5.0, gt=0, description="Seconds between reaper sweeps.")
+    reconcile_on_start: bool = Field(
+        default=True, description="Remove unknown containers and mark lost sandboxes offline."
+    )
+
+    # -- bootstrap -------------------------------------------------------------------------
+    bootstrap_operator_key: bool = Field(
+        default=True,
+        description="On first start with an empty store, create an operator key and print it.",
+    )
+
+    @model_validator(mode="after")
+    def _default_database(self) -> Settings:
+        if not self.database_url:
+            self.database_url = f"sqlite+aiosqlite:///{self.data_dir.resolve() / 'sandlot.db'}"
+        return self

@@ -1,0 +1,1 @@
+"""Persistence: SQLModel tables, the engine, and tenant-scoped repositories."""

@@ -1,0 +1,51 @@
+"""The async engine and session factory, for PostgreSQL (asyncpg) or SQLite (aiosqlite)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+__all__ = ["async_url", "make_engine", "make_sessionmaker"]
+
+
+def async_url(url: str) -> str:
+    """Normalise a database URL to its async driver (``postgresql://`` -> asyncpg)."""
+    for plain, driver in (
+        ("postgresql://", "postgresql+asyncpg://"),
+        ("postgres://", "postgresql+asyncpg://"),
+        ("sqlite://", "sqlite+aiosqlite://"),
+    ):
+        if url.startswith(plain):
+            return driver + url[len(plain) :]
+    return url
+
+
+def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
+    """Create the engine; SQLite gets WAL, foreign keys and a busy timeout."""
+    url = async_url(url)
+    kwargs: dict[str, Any] = {"echo": echo}
+    if url.startswith("postgresql"):
+        kwargs.update(pool_size=10, max_overflow=20, pool_pre_ping=True)
+    engine = create_async_engine(url, **kwargs)
+    if url.startswith("sqlite"):
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=5000")
+            cur.close()
+
+    return engine
+
+
+def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,174 @@
+"""Repositories: the only code that writes SQL. They flush, never commit.
+
+A :class:`SandboxRepository` is built for one tenant (or for an operator, ``tenant_id=None``,
+who sees every tenant); a lookup of another tenant's id finds nothing, which the API reports
+as 404, so ids cannot be probed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from sandlot.domain.errors import Conflict, NotFound
+from sandlot.domain.status import SandboxStatus, transition
+from sandlot.store.tables import ApiKey, Sandbox, SandboxEvent, Tenant
+from sandlot.store.types import utcnow
+
+__all__ = ["ApiKeyRepository", "SandboxRepository", "TenantRepository"]
+
+ACTIVE = tuple(s.value for s in SandboxStatus if s not in (SandboxStatus.OFFLINE,))
+
+
+class TenantRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, tenant: Tenant) -> Tenant:
+        if await self.by_name(tenant.name) is not None:
+            raise Conflict(f"a tenant named {tenant.name!r} exists", name=tenant.name)
+        self.session.add(tenant)
+        await self.session.flush()
+        return tenant
+
+    async def get(self, tenant_id: str) -> Tenant:
+        tenant = await self.session.get(Tenant, tenant_id)
+        if tenant is None:
+            raise NotFound(f"no tenant {tenant_id}")
+        return tenant
+
+    async def by_name(self, name: str) -> Tenant | None:
+        return (await self.session.scalars(select(Tenant).where(Tenant.name == name))).first()
+
+    async def resolve(self, id_or_name: str) -> Tenant:
+        tenant = await self.session.get(Tenant, id_or_name) or await self.by_name(id_or_name)
+        if tenant is None:
+            raise NotFound(f"no tenant {id_or_name!r}")
+        return tenant
+
+    async def list(self) -> Sequence[Tenant]:
+        return (await self.session.scalars(select(Tenant).order_by(Tenant.created_at))).all()
+
+
+class ApiKeyRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def add(self, key: ApiKey) -> ApiKey:
+        self.session.add(key)
+        await self.session.flush()
+        return key
+
+    async def by_prefix(self, prefix: str) -> ApiKey | None:
+        return (await self.session.scalars(select(ApiKey).where(ApiKey.prefix == prefix))).first()
+
+    async def get(self, key_id: str) -> ApiKey:
+        key = await self.session.get(ApiKey, key_id)
+        if key is None:
+            raise NotFound(f"no API key {key_id}")
+        return key
+
+    async def list(self, tenant_id: str | None = None) -> Sequence[ApiKey]:
+        query = select(ApiKey).order_by(ApiKey.created_at)
+        if tenant_id is not None:
+            query = query.where(ApiKey.tenant_id == tenant_id)
+        return (await self.session.scalars(query)).all()
+
+    async def count(self) -> int:
+        return (await self.session.scalar(select(func.count()).select_from(ApiKey))) or 0
+
+
+class SandboxRepository:
+    """Sandboxes of one tenant (``tenant_id=None``: all tenants, for operators and loops)."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str | None) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def _scoped(self):  # type: ignore[no-untyped-def]
+        query = select(Sandbox)
+        if self.tenant_id is not None:
+            query = query.where(Sandbox.tenant_id == self.tenant_id)
+        return query
+
+    async def add(self, sandbox: Sandbox, reason: str) -> Sandbox:
+        self.session.add(sandbox)
+        await self.session.flush()
+        self.session.add(
+            SandboxEvent(
+                sandbox_id=sandbox.id,
+                tenant_id=sandbox.tenant_id,
+                to_status=sandbox.status,
+                reason=reason,
+            )
+        )
+        await self.session.flush()
+        return sandbox
+
+    async def get(self, sandbox_id: str, *, lock: bool = False) -> Sandbox:
+        query = self._scoped().where(Sandbox.id == sandbox_id)
+        if lock:
+            query = query.with_for_update()
+        found = (await self.session.scalars(query)).first()
+        if found is None:
+            raise NotFound(f"no sandbox {sandbox_id}", sandbox_id=sandbox_id)
+        return found
+
+    async def list(
+        self, *, statuses: Sequence[str] | None = None, limit: int = 100, offset: int = 0
+    ) -> Sequence[Sandbox]:
+        query = self._scoped().order_by(Sandbox.created_at.desc(), Sandbox.id)  # type: ignore[attr-defined]
+        if statuses:
+            query = query.where(Sandbox.status.in_(statuses))  # type: ignore[attr-defined]
+        return (await self.session.scalars(query.limit(limit).offset(offset))).all()
+
+    async def usage(self) -> tuple[int, int, float]:
+        """(count, memory MB, cpus) of the tenant's live sandboxes, for quota checks."""
+        query = select(
+            func.count(),
+            func.coalesce(func.sum(Sandbox.memory_mb), 0),
+            func.coalesce(func.sum(Sandbox.cpus), 0.0),
+        ).where(Sandbox.status.in_(ACTIVE))  # type: ignore[attr-defined]
+        if self.tenant_id is not None:
+            query = query.where(Sandbox.tenant_id == self.tenant_id)
+        count, memory, cpus = (await self.session.execute(query)).one()
+        return int(count), int(memory), float(cpus)
+
+    async def expired(self, now: datetime) -> Sequence[Sandbox]:
+        query = self._scoped().where(
+            Sandbox.expires_at <= now,  # type: ignore[operator]
+            Sandbox.status.in_(ACTIVE),  # type: ignore[attr-defined]
+            Sandbox.status != SandboxStatus.SHUTTING_DOWN.value,
+        )
+        return (await self.session.scalars(query)).all()
+
+    async def move(self, sandbox: Sandbox, target: SandboxStatus, reason: str) -> Sandbox:
+        """Change status through the status machine and record the event."""
+        current = SandboxStatus(sandbox.status)
+        transition(current, target)
+        sandbox.status = target.value
+        sandbox.status_reason = reason
+        sandbox.updated_at = utcnow()
+        self.session.add(
+            SandboxEvent(
+                sandbox_id=sandbox.id,
+                tenant_id=sandbox.tenant_id,
+                from_status=current.value,
+                to_status=target.value,
+                reason=reason,
+            )
+        )
+        await self.session.flush()
+        return sandbox
+
+    async def events(self, sandbox_id: str) -> Sequence[SandboxEvent]:
+        await self.get(sandbox_id)
+        query = (
+            select(SandboxEvent)
+            .where(SandboxEvent.sandbox_id == sandbox_id)
+            .order_by(SandboxEvent.id)  # type: ignore[arg-type]
+        )
+        return (await self.session.scalars(query)).all()

@@ -1,0 +1,90 @@
+"""Database tables. Input and output schemas live in ``sandlot.api.schemas``, never here."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlmodel import Field, SQLModel
+
+from sandlot.store.types import UtcDateTime, utcnow
+
+__all__ = ["ApiKey", "Sandbox", "SandboxEvent", "Tenant", "new_id"]
+
+
+def new_id(prefix: str) -> str:
+    """A short random id with a readable type prefix, e.g. ``sbx_3f9a0c1d2e4b5a69``."""
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+def _ts(**kw: Any) -> Any:
+    return Field(default_factory=utcnow, sa_type=UtcDateTime, **kw)
+
+
+class Tenant(SQLModel, table=True):
+    """A customer. Quotas bound what its keys may ask for at once."""
+
+    __tablename__ = "tenants"
+
+    id: str = Field(default_factory=lambda: new_id("ten"), primary_key=True, max_length=32)
+    name: str = Field(unique=True, max_length=100)
+    max_sandboxes: int = 20
+    max_memory_mb: int = 16384
+    max_cpus: float = 8.0
+    allow_network: bool = False
+    created_at: datetime = _ts()
+
+
+class ApiKey(SQLModel, table=True):
+    """A hashed API key. ``prefix`` finds the row; ``digest`` proves the key."""
+
+    __tablename__ = "api_keys"
+
+    id: str = Field(default_factory=lambda: new_id("key"), primary_key=True, max_length=32)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
+    name: str = Field(default="", max_length=100)
+    prefix: str = Field(unique=True, max_length=16)
+    digest: str = Field(max_length=64)
+    scopes: list[str] = Field(default_factory=list, sa_type=sa.JSON)
+    created_at: datetime = _ts()
+    revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class Sandbox(SQLModel, table=True):
+    """One container (or local directory) and where it is in its life."""
+
+    __tablename__ = "sandboxes"
+
+    id: str = Field(default_factory=lambda: new_id("sbx"), primary_key=True, max_length=32)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
+    image: str = Field(max_length=300)
+    status: str = Field(index=True, max_length=20)
+    status_reason: str = Field(default="", max_length=500)
+    runtime: str = Field(max_length=20)
+    runtime_ref: str | None = Field(default=None, max_length=100)
+    workspace: str = Field(default="/workspace", max_length=300)
+    memory_mb: int
+    cpus: float
+    pids: int
+    network: bool = False
+    env: dict[str, str] = Field(default_factory=dict, sa_type=sa.JSON)
+    ttl_seconds: int | None = None
+    expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime, index=True)
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class SandboxEvent(SQLModel, table=True):
+    """One status transition of a sandbox, with its time and reason."""
+
+    __tablename__ = "sandbox_events"
+
+    id: int | None = Field(default=None, primary_key=True)
+    sandbox_id: str = Field(foreign_key="sandboxes.id", index=True, max_length=32)
+    tenant_id: str = Field(max_length=32)
+    from_status: str | None = Field(default=None, max_length=20)
+    to_status: str = Field(max_length=20)
+    reason: str = Field(default="", max_length=500)
+    at: datetime = _ts()
