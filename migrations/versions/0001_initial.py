@@ -95,9 +95,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("sandbox_events", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_sandbox_events_sandbox_id"), ["sandbox_id"], unique=False
-        )
+        batch_op.create_index(batch_op.f("ix_sandbox_events_sandbox_id"), ["sandbox_id"], unique=False)
 
 
 def downgrade() -> None:

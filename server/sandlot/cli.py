@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,7 +36,7 @@ def _out(as_json: bool, data: Any, text: str | Callable[[], str]) -> None:
         click.echo(text() if callable(text) else text)
 
 
-def _run(make: Callable[[Settings], Awaitable[T]]) -> T:
+def _run(make: Callable[[Settings], Coroutine[Any, Any, T]]) -> T:
     from sandlot.domain.errors import SandlotError
 
     settings = Settings()
@@ -317,13 +317,12 @@ def images() -> None:
 @images.command("list")
 @json_option
 def images_list(as_json: bool) -> None:
-    rows = _run(lambda s: _images(s, lambda i: i.list()))
+    rows = _run(lambda s: _images(s, lambda i: i.list_images()))
     _out(
         as_json,
         rows,
         lambda: "\n".join(
-            f"{','.join(r['tags']) or '<none>'}  {r['id'][7:19]}  {r['size'] / 1e6:.1f} MB"
-            for r in rows
+            f"{','.join(r['tags']) or '<none>'}  {r['id'][7:19]}  {r['size'] / 1e6:.1f} MB" for r in rows
         ),
     )
 

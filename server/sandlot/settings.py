@@ -54,8 +54,7 @@ class Settings(BaseSettings):
     # -- store -----------------------------------------------------------------------------
     database_url: str = Field(
         default="",
-        description="SQLAlchemy URL. Empty: a SQLite file in the data dir. "
-        "postgresql://... uses asyncpg.",
+        description="SQLAlchemy URL. Empty: a SQLite file in the data dir. postgresql://... uses asyncpg.",
     )
     migrate_on_start: bool = Field(
         default=True, description="Apply pending migrations when the service starts."

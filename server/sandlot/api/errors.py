@@ -61,9 +61,7 @@ def problem(
         "detail": detail,
         **extra,
     }
-    return Response(
-        body, status_code=status, media_type="application/problem+json", headers=headers
-    )
+    return Response(body, status_code=status, media_type="application/problem+json", headers=headers)
 
 
 def _sandlot_error(_: Request[Any, Any, Any], exc: SandlotError) -> Response[dict[str, Any]]:

@@ -30,9 +30,7 @@ class SandboxController(Controller):
     tags = ["sandboxes"]
 
     @post("/", status_code=201, summary="Create a sandbox")
-    async def create(
-        self, data: SandboxCreate, services: Services, principal: Principal
-    ) -> SandboxOut:
+    async def create(self, data: SandboxCreate, services: Services, principal: Principal) -> SandboxOut:
         row = await services.sandboxes.create(principal, NewSandbox(**data.model_dump()))
         return SandboxOut.of(row)
 
@@ -49,23 +47,17 @@ class SandboxController(Controller):
         return [SandboxOut.of(r) for r in rows]
 
     @get("/{sandbox_id:str}", summary="Get a sandbox")
-    async def get_sandbox(
-        self, sandbox_id: str, services: Services, principal: Principal
-    ) -> SandboxOut:
+    async def get_sandbox(self, sandbox_id: str, services: Services, principal: Principal) -> SandboxOut:
         return SandboxOut.of(await services.sandboxes.get(principal, sandbox_id))
 
     @get("/{sandbox_id:str}/events", summary="Status history of a sandbox")
     async def events(
         self, sandbox_id: str, services: Services, principal: Principal
     ) -> list[SandboxEventOut]:
-        return [
-            SandboxEventOut.of(e) for e in await services.sandboxes.events(principal, sandbox_id)
-        ]
+        return [SandboxEventOut.of(e) for e in await services.sandboxes.events(principal, sandbox_id)]
 
     @delete("/{sandbox_id:str}", summary="Delete a sandbox and its container")
-    async def delete_sandbox(
-        self, sandbox_id: str, services: Services, principal: Principal
-    ) -> None:
+    async def delete_sandbox(self, sandbox_id: str, services: Services, principal: Principal) -> None:
         await services.sandboxes.delete(principal, sandbox_id)
 
     @post("/{sandbox_id:str}/exec", status_code=200, summary="Run a command to completion")
@@ -94,7 +86,7 @@ class SandboxFilesController(Controller):
         self,
         sandbox_id: str,
         path: PathQuery,
-        request: Request,  # type: ignore[type-arg]
+        request: Request,
         services: Services,
         principal: Principal,
     ) -> FileWritten:

@@ -29,8 +29,8 @@ class SandboxCreate(_In):
     """Ask for a sandbox. Unset limits take the service defaults; all count against quota."""
 
     image: Annotated[str | None, Field(max_length=300)] = None
-    env: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=32768)]] = (
-        Field(default_factory=dict, max_length=256)
+    env: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=32768)]] = Field(
+        default_factory=dict, max_length=256
     )
     memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
     cpus: Annotated[float | None, Field(gt=0, le=256)] = None
@@ -78,15 +78,11 @@ class ExecIn(_In):
 
     command: (
         Annotated[str, Field(min_length=1, max_length=131072)]
-        | Annotated[
-            list[Annotated[str, Field(max_length=131072)]], Field(min_length=1, max_length=4096)
-        ]
+        | Annotated[list[Annotated[str, Field(max_length=131072)]], Field(min_length=1, max_length=4096)]
     )
     stdin: Annotated[str | None, Field(max_length=1 << 20)] = None
     stdin_encoding: Literal["utf-8", "base64"] = "utf-8"
-    env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(
-        default_factory=dict, max_length=256
-    )
+    env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(default_factory=dict, max_length=256)
     cwd: Annotated[str | None, Field(max_length=4096)] = None
     timeout: Annotated[float, Field(gt=0)] = 60.0
 

@@ -194,13 +194,13 @@ class DockerRuntime:
 
     # -- commands ---------------------------------------------------------------------------
 
-    async def _run_quick(self, ref: str, argv: list[str], timeout: float = 10.0) -> ExecResult:
+    async def _run_quick(self, ref: str, argv: list[str], limit_s: float = 10.0) -> ExecResult:
         """Run a helper command of ours (no pid wrapper, no tree kill)."""
         start = time.perf_counter()
         out, err = CappedBuffer(1 << 20), CappedBuffer(1 << 20)
         exe = await self._create_exec(ref, argv, stdin=False, env={}, cwd=None)
         stream = exe.start(detach=False)
-        async with asyncio.timeout(timeout), stream:
+        async with asyncio.timeout(limit_s), stream:
             while (msg := await stream.read_out()) is not None:
                 (out if msg.stream == 1 else err).write(msg.data)
         info = await exe.inspect()
@@ -313,9 +313,7 @@ class DockerRuntime:
         """Resolve symlinks in ``path`` inside the container and refuse an escape."""
         res = await self._run_quick(ref, ["/bin/sh", "-c", RESOLVE_PATH, "sh", path])
         if res.exit_code != 0:
-            raise SandboxStateError(
-                f"could not resolve path: {res.stderr.decode(errors='replace')}"
-            )
+            raise SandboxStateError(f"could not resolve path: {res.stderr.decode(errors='replace')}")
         lines = res.stdout.decode().split("\n")
         found = _Resolved(lines[0], lines[1], lines[2], int(lines[3]), int(lines[4]), int(lines[5]))
         full = posixpath.join(found.existing, found.tail) if found.tail else found.existing
@@ -367,9 +365,7 @@ class DockerRuntime:
         if found.kind != "file":
             raise InvalidInput(f"{path!r} is not a regular file", path=path)
         if found.size > limit:
-            raise PayloadTooLarge(
-                f"{path!r} is {found.size} bytes; the limit is {limit}", path=path
-            )
+            raise PayloadTooLarge(f"{path!r} is {found.size} bytes; the limit is {limit}", path=path)
         try:
             tar = await self.docker.containers.container(ref).get_archive(found.existing)
         except aiodocker.DockerError as exc:

@@ -123,7 +123,7 @@ class LocalRuntime:
 
     async def list_owned(self, instance: str | None = None) -> list[OwnedSandbox]:
         def scan() -> list[OwnedSandbox]:
-            found = []
+            found: list[OwnedSandbox] = []
             if not self._root.is_dir():
                 return found
             for child in self._root.iterdir():
@@ -164,7 +164,7 @@ class LocalRuntime:
     def _env(self, meta: dict[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
         home = str(meta["workspace"]) if self._bwrap else host_ws
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": home}
-        env.update(meta.get("env") or {})  # type: ignore[arg-type]
+        env.update(dict(meta.get("env") or {}))  # type: ignore[call-overload]
         env.update(request.env)
         return env
 
@@ -181,9 +181,7 @@ class LocalRuntime:
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self._argv(ref, meta, request),
-                stdin=asyncio.subprocess.PIPE
-                if request.stdin is not None
-                else asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.PIPE if request.stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self._host_cwd(ref, meta, request.cwd),

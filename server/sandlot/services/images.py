@@ -19,6 +19,7 @@ import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiodocker
 
@@ -130,12 +131,9 @@ class ImageService:
     def __init__(self, docker: aiodocker.Docker) -> None:
         self._docker = docker
 
-    async def list(self) -> list[dict[str, object]]:
+    async def list_images(self) -> list[dict[str, Any]]:
         images = await self._docker.images.list()
-        return [
-            {"id": i["Id"], "tags": i.get("RepoTags") or [], "size": i.get("Size", 0)}
-            for i in images
-        ]
+        return [{"id": i["Id"], "tags": i.get("RepoTags") or [], "size": i.get("Size", 0)} for i in images]
 
     async def exists(self, name: str) -> bool:
         try:
@@ -181,7 +179,7 @@ class ImageService:
                     await asyncio.to_thread(_busybox_rootfs, tar_path)
                 else:
                     await self._debian_rootfs(tar_path, progress)
-                size_mb = os.path.getsize(tar_path) / 1e6
+                size_mb = (await asyncio.to_thread(os.path.getsize, tar_path)) / 1e6
                 progress(f"{name}: importing {size_mb:.1f} MB into the engine...")
                 await self.import_rootfs(tar_path, name)
             progress(f"{name}: done")

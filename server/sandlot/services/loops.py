@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -31,10 +32,8 @@ class PeriodicLoop:
                 await self._work()
             except Exception:
                 log.exception("background loop %s failed a round", self.name)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), timeout=self.interval)
-            except TimeoutError:
-                pass
 
     def start(self) -> None:
         if self.enabled and self._task is None:

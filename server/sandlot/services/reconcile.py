@@ -51,10 +51,7 @@ class Reconciler:
         owned = await self._runtime.list_owned(self._instance)
         async with self._sessions() as session:
             rows = {
-                r.id: r
-                for r in await SandboxRepository(session, None).list(
-                    statuses=ACTIVE, limit=1_000_000
-                )
+                r.id: r for r in await SandboxRepository(session, None).list(statuses=ACTIVE, limit=1_000_000)
             }
         running_by_sandbox = {}
         for found in owned:

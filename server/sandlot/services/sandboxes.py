@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlmodel import col, select
 
 from sandlot.domain.errors import (
     Conflict,
@@ -47,9 +47,7 @@ __all__ = ["NewSandbox", "SandboxService"]
 log = logging.getLogger(__name__)
 
 S = SandboxStatus
-_IMAGE_RE = re.compile(
-    r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$"
-)
+_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _USABLE = (S.READY.value, S.ACQUIRED.value, S.IN_SESSION.value)
 
@@ -148,13 +146,9 @@ class SandboxService:
                 raise NotPermitted("this tenant may not create sandboxes with network access")
             count, memory, cpus = await SandboxRepository(session, tenant_id).usage()
             if count + 1 > tenant.max_sandboxes:
-                raise QuotaExceeded(
-                    f"tenant has {count} live sandboxes; its quota is {tenant.max_sandboxes}"
-                )
+                raise QuotaExceeded(f"tenant has {count} live sandboxes; its quota is {tenant.max_sandboxes}")
             if memory + limits.memory_mb > tenant.max_memory_mb:
-                raise QuotaExceeded(
-                    f"memory quota is {tenant.max_memory_mb} MB; {memory} MB in use"
-                )
+                raise QuotaExceeded(f"memory quota is {tenant.max_memory_mb} MB; {memory} MB in use")
             if cpus + limits.cpus > tenant.max_cpus + 1e-9:
                 raise QuotaExceeded(f"cpu quota is {tenant.max_cpus}; {cpus:g} in use")
             now = utcnow()
@@ -193,7 +187,7 @@ class SandboxService:
 
     async def _lock_tenant(self, session: AsyncSession, tenant_id: str) -> Tenant:
         """Lock the tenant row so concurrent creates cannot both pass the quota check."""
-        query = select(Tenant).where(Tenant.id == tenant_id).with_for_update()
+        query = select(Tenant).where(col(Tenant.id) == tenant_id).with_for_update()
         tenant = (await session.scalars(query)).one()
         return tenant
 
@@ -228,9 +222,7 @@ class SandboxService:
     async def exec(self, principal: Principal, sandbox_id: str, request: ExecRequest) -> ExecResult:
         row = await self._usable(principal, sandbox_id)
         if request.timeout > self._settings.exec_max_timeout or request.timeout <= 0:
-            raise InvalidInput(
-                f"timeout must be in (0, {self._settings.exec_max_timeout}]", field="timeout"
-            )
+            raise InvalidInput(f"timeout must be in (0, {self._settings.exec_max_timeout}]", field="timeout")
         validate_env(request.env)
         assert row.runtime_ref is not None
         try:
@@ -239,9 +231,7 @@ class SandboxService:
             await self._broken(row, exc)
             raise
 
-    async def write_file(
-        self, principal: Principal, sandbox_id: str, path: str, data: bytes
-    ) -> str:
+    async def write_file(self, principal: Principal, sandbox_id: str, path: str, data: bytes) -> str:
         row = await self._usable(principal, sandbox_id)
         target = resolve_workspace_path(row.workspace, path)
         assert row.runtime_ref is not None

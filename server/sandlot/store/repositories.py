@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import func
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from sandlot.domain.errors import Conflict, NotFound
 from sandlot.domain.status import SandboxStatus, transition
@@ -41,7 +43,7 @@ class TenantRepository:
         return tenant
 
     async def by_name(self, name: str) -> Tenant | None:
-        return (await self.session.scalars(select(Tenant).where(Tenant.name == name))).first()
+        return (await self.session.scalars(select(Tenant).where(col(Tenant.name) == name))).first()
 
     async def resolve(self, id_or_name: str) -> Tenant:
         tenant = await self.session.get(Tenant, id_or_name) or await self.by_name(id_or_name)
@@ -50,7 +52,7 @@ class TenantRepository:
         return tenant
 
     async def list(self) -> Sequence[Tenant]:
-        return (await self.session.scalars(select(Tenant).order_by(Tenant.created_at))).all()
+        return (await self.session.scalars(select(Tenant).order_by(col(Tenant.created_at)))).all()
 
 
 class ApiKeyRepository:
@@ -63,7 +65,7 @@ class ApiKeyRepository:
         return key
 
     async def by_prefix(self, prefix: str) -> ApiKey | None:
-        return (await self.session.scalars(select(ApiKey).where(ApiKey.prefix == prefix))).first()
+        return (await self.session.scalars(select(ApiKey).where(col(ApiKey.prefix) == prefix))).first()
 
     async def get(self, key_id: str) -> ApiKey:
         key = await self.session.get(ApiKey, key_id)
@@ -72,9 +74,9 @@ class ApiKeyRepository:
         return key
 
     async def list(self, tenant_id: str | None = None) -> Sequence[ApiKey]:
-        query = select(ApiKey).order_by(ApiKey.created_at)
+        query = select(ApiKey).order_by(col(ApiKey.created_at))
         if tenant_id is not None:
-            query = query.where(ApiKey.tenant_id == tenant_id)
+            query = query.where(col(ApiKey.tenant_id) == tenant_id)
         return (await self.session.scalars(query)).all()
 
     async def count(self) -> int:
@@ -88,10 +90,10 @@ class SandboxRepository:
         self.session = session
         self.tenant_id = tenant_id
 
-    def _scoped(self):  # type: ignore[no-untyped-def]
+    def _scoped(self) -> SelectOfScalar[Sandbox]:
         query = select(Sandbox)
         if self.tenant_id is not None:
-            query = query.where(Sandbox.tenant_id == self.tenant_id)
+            query = query.where(col(Sandbox.tenant_id) == self.tenant_id)
         return query
 
     async def add(self, sandbox: Sandbox, reason: str) -> Sandbox:
@@ -109,7 +111,7 @@ class SandboxRepository:
         return sandbox
 
     async def get(self, sandbox_id: str, *, lock: bool = False) -> Sandbox:
-        query = self._scoped().where(Sandbox.id == sandbox_id)
+        query = self._scoped().where(col(Sandbox.id) == sandbox_id)
         if lock:
             query = query.with_for_update()
         found = (await self.session.scalars(query)).first()
@@ -120,28 +122,28 @@ class SandboxRepository:
     async def list(
         self, *, statuses: Sequence[str] | None = None, limit: int = 100, offset: int = 0
     ) -> Sequence[Sandbox]:
-        query = self._scoped().order_by(Sandbox.created_at.desc(), Sandbox.id)  # type: ignore[attr-defined]
+        query = self._scoped().order_by(col(Sandbox.created_at).desc(), Sandbox.id)
         if statuses:
-            query = query.where(Sandbox.status.in_(statuses))  # type: ignore[attr-defined]
+            query = query.where(col(Sandbox.status).in_(statuses))
         return (await self.session.scalars(query.limit(limit).offset(offset))).all()
 
     async def usage(self) -> tuple[int, int, float]:
         """(count, memory MB, cpus) of the tenant's live sandboxes, for quota checks."""
         query = select(
             func.count(),
-            func.coalesce(func.sum(Sandbox.memory_mb), 0),
-            func.coalesce(func.sum(Sandbox.cpus), 0.0),
-        ).where(Sandbox.status.in_(ACTIVE))  # type: ignore[attr-defined]
+            func.coalesce(func.sum(col(Sandbox.memory_mb)), 0),
+            func.coalesce(func.sum(col(Sandbox.cpus)), 0.0),
+        ).where(col(Sandbox.status).in_(ACTIVE))
         if self.tenant_id is not None:
-            query = query.where(Sandbox.tenant_id == self.tenant_id)
+            query = query.where(col(Sandbox.tenant_id) == self.tenant_id)
         count, memory, cpus = (await self.session.execute(query)).one()
         return int(count), int(memory), float(cpus)
 
     async def expired(self, now: datetime) -> Sequence[Sandbox]:
         query = self._scoped().where(
-            Sandbox.expires_at <= now,  # type: ignore[operator]
-            Sandbox.status.in_(ACTIVE),  # type: ignore[attr-defined]
-            Sandbox.status != SandboxStatus.SHUTTING_DOWN.value,
+            col(Sandbox.expires_at) <= now,
+            col(Sandbox.status).in_(ACTIVE),
+            col(Sandbox.status) != SandboxStatus.SHUTTING_DOWN.value,
         )
         return (await self.session.scalars(query)).all()
 
@@ -166,9 +168,6 @@ class SandboxRepository:
 
     async def events(self, sandbox_id: str) -> Sequence[SandboxEvent]:
         await self.get(sandbox_id)
-        query = (
-            select(SandboxEvent)
-            .where(SandboxEvent.sandbox_id == sandbox_id)
-            .order_by(SandboxEvent.id)  # type: ignore[arg-type]
-        )
+        query = select(SandboxEvent).where(col(SandboxEvent.sandbox_id) == sandbox_id)
+        query = query.order_by(col(SandboxEvent.id))
         return (await self.session.scalars(query)).all()
