@@ -1,0 +1,100 @@
+"""Shared fixtures: a real PostgreSQL database built by the migrations, a real Docker engine,
+and cleanup of every container the tests start (they all carry this run's instance label)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import aiodocker
+import asyncpg
+import pytest
+
+from sandlot.runtime.base import LABEL_INSTANCE
+from sandlot.runtime.docker import DockerRuntime
+from sandlot.runtime.local import LocalRuntime
+from sandlot.store import migrate
+
+#: Every container and local sandbox of this test run carries this label value.
+INSTANCE = f"test-{os.getpid()}-{secrets.token_hex(3)}"
+BUSYBOX = "sandlot/busybox:latest"
+PYTHON = "sandlot/python:3"
+PG_ADMIN_URL = os.environ.get(
+    "SANDLOT_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def _db_url(admin: str, name: str) -> str:
+    base, _, _ = admin.rpartition("/")
+    return f"{base}/{name}"
+
+
+async def create_pg_database() -> str:
+    """Create an empty database for this run and return its URL."""
+    name = f"sandlot_test_{secrets.token_hex(4)}"
+    conn = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return _db_url(PG_ADMIN_URL, name)
+
+
+async def drop_pg_database(url: str) -> None:
+    name = url.rpartition("/")[2]
+    conn = await asyncpg.connect(PG_ADMIN_URL)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+async def pg_url() -> AsyncIterator[str]:
+    """A PostgreSQL database for the whole run, at the migrations' head."""
+    url = await create_pg_database()
+    await asyncio.to_thread(migrate.upgrade, url)
+    yield url
+    await drop_pg_database(url)
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def _remove_leftover_containers() -> AsyncIterator[None]:
+    """At the end of the run, remove whatever this run's containers are left."""
+    yield
+    docker = aiodocker.Docker()
+    try:
+        for c in await docker.containers.list(
+            all=True, filters={"label": [f"{LABEL_INSTANCE}={INSTANCE}"]}
+        ):
+            await c.delete(force=True, v=True)
+    finally:
+        await docker.close()
+
+
+@pytest.fixture(scope="session")
+async def docker_runtime() -> AsyncIterator[DockerRuntime]:
+    runtime = DockerRuntime(instance=INSTANCE)
+    await runtime.ping()  # fails loudly: Docker tests never skip
+    for image in (BUSYBOX, PYTHON):
+        assert await runtime.image_exists(image), f"{image} missing: run scripts/test.sh"
+    yield runtime
+    await runtime.close()
+
+
+@pytest.fixture(scope="session")
+def local_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("local-sandboxes")
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def local_runtime(local_root: Path) -> AsyncIterator[LocalRuntime]:
+    runtime = LocalRuntime(local_root, instance=INSTANCE)
+    yield runtime
+    await runtime.close()

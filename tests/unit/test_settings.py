@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sandlot.settings import RuntimeKind, Settings
+
+
+def test_empty_database_url_means_sqlite_in_the_data_dir(tmp_path: Path) -> None:
+    s = Settings(data_dir=tmp_path, database_url="")
+    assert s.database_url == f"sqlite+aiosqlite:///{tmp_path.resolve() / 'sandlot.db'}"
+
+
+def test_settings_come_from_sandlot_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SANDLOT_PORT", "9123")
+    monkeypatch.setenv("SANDLOT_RUNTIME", "local")
+    monkeypatch.setenv("SANDLOT_DATABASE_URL", "postgresql://u@h/db")
+    s = Settings()
+    assert (s.port, s.runtime, s.database_url) == (9123, RuntimeKind.LOCAL, "postgresql://u@h/db")
+
+
+def test_bad_instance_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="instance"):
+        Settings(instance="has space")
