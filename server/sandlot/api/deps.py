@@ -7,12 +7,13 @@ from typing import Any
 
 from litestar import Request
 from litestar.datastructures import State
+from litestar.di import NamedDependency
 
 from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.sandboxes import SandboxService
 from sandlot.settings import Settings
 
-__all__ = ["Services", "provide_principal", "provide_services"]
+__all__ = ["PrincipalDep", "Services", "ServicesDep", "provide_principal", "provide_services"]
 
 
 @dataclass
@@ -29,5 +30,12 @@ def provide_services(state: State) -> Services:
     return services
 
 
-async def provide_principal(request: Request[Any, Any, Any], services: Services) -> Principal:
+async def provide_principal(
+    request: Request[Any, Any, Any], services: NamedDependency[Services]
+) -> Principal:
     return await services.accounts.authenticate(request.headers.get("authorization"))
+
+
+#: Annotations for controller parameters that receive the dependencies above.
+ServicesDep = NamedDependency[Services]
+PrincipalDep = NamedDependency[Principal]

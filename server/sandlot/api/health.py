@@ -7,7 +7,7 @@ from typing import Any
 from litestar import Controller, Response, get
 from sqlalchemy import text
 
-from sandlot.api.deps import Services
+from sandlot.api.deps import ServicesDep
 from sandlot.domain.errors import SandlotError
 
 __all__ = ["HealthController"]
@@ -21,7 +21,7 @@ class HealthController(Controller):
         return {"status": "ok"}
 
     @get("/readyz", summary="The database and the runtime answer")
-    async def readyz(self, services: Services) -> Response[dict[str, Any]]:
+    async def readyz(self, services: ServicesDep) -> Response[dict[str, Any]]:
         checks: dict[str, str] = {}
         try:
             async with services.sandboxes.sessions() as session:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, Request, Response, delete, get, post, put
-from litestar.params import Parameter
+from litestar.params import FromPath, JSONBody, QueryParameter
 
-from sandlot.api.deps import Services
+from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.schemas import (
     ExecIn,
     ExecOut,
@@ -17,12 +17,11 @@ from sandlot.api.schemas import (
     SandboxOut,
 )
 from sandlot.runtime.base import ExecRequest
-from sandlot.services.accounts import Principal
 from sandlot.services.sandboxes import NewSandbox
 
 __all__ = ["SandboxController", "SandboxFilesController"]
 
-PathQuery = Annotated[str, Parameter(query="path", min_length=1, max_length=4096)]
+PathQuery = Annotated[str, QueryParameter(min_length=1, max_length=4096)]
 
 
 class SandboxController(Controller):
@@ -30,39 +29,39 @@ class SandboxController(Controller):
     tags = ["sandboxes"]
 
     @post("/", status_code=201, summary="Create a sandbox")
-    async def create(self, data: SandboxCreate, services: Services, principal: Principal) -> SandboxOut:
+    async def create(self, data: JSONBody[SandboxCreate], services: ServicesDep, principal: PrincipalDep) -> SandboxOut:
         row = await services.sandboxes.create(principal, NewSandbox(**data.model_dump()))
         return SandboxOut.of(row)
 
     @get("/", summary="List sandboxes")
     async def list_sandboxes(
         self,
-        services: Services,
-        principal: Principal,
-        status: Annotated[list[str] | None, Parameter(query="status")] = None,
-        limit: Annotated[int, Parameter(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        services: ServicesDep,
+        principal: PrincipalDep,
+        status: Annotated[list[str] | None, QueryParameter()] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+        offset: Annotated[int, QueryParameter(ge=0)] = 0,
     ) -> list[SandboxOut]:
         rows = await services.sandboxes.list(principal, statuses=status, limit=limit, offset=offset)
         return [SandboxOut.of(r) for r in rows]
 
     @get("/{sandbox_id:str}", summary="Get a sandbox")
-    async def get_sandbox(self, sandbox_id: str, services: Services, principal: Principal) -> SandboxOut:
+    async def get_sandbox(self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> SandboxOut:
         return SandboxOut.of(await services.sandboxes.get(principal, sandbox_id))
 
     @get("/{sandbox_id:str}/events", summary="Status history of a sandbox")
     async def events(
-        self, sandbox_id: str, services: Services, principal: Principal
+        self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> list[SandboxEventOut]:
         return [SandboxEventOut.of(e) for e in await services.sandboxes.events(principal, sandbox_id)]
 
     @delete("/{sandbox_id:str}", summary="Delete a sandbox and its container")
-    async def delete_sandbox(self, sandbox_id: str, services: Services, principal: Principal) -> None:
+    async def delete_sandbox(self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
         await services.sandboxes.delete(principal, sandbox_id)
 
     @post("/{sandbox_id:str}/exec", status_code=200, summary="Run a command to completion")
     async def exec_command(
-        self, sandbox_id: str, data: ExecIn, services: Services, principal: Principal
+        self, sandbox_id: FromPath[str], data: JSONBody[ExecIn], services: ServicesDep, principal: PrincipalDep
     ) -> ExecOut:
         request = ExecRequest(
             command=data.command,
@@ -84,11 +83,11 @@ class SandboxFilesController(Controller):
     @put("/", summary="Write a file (raw body) at ?path= in the workspace")
     async def write_file(
         self,
-        sandbox_id: str,
+        sandbox_id: FromPath[str],
         path: PathQuery,
         request: Request,
-        services: Services,
-        principal: Principal,
+        services: ServicesDep,
+        principal: PrincipalDep,
     ) -> FileWritten:
         body = await request.body()
         written = await services.sandboxes.write_file(principal, sandbox_id, path, body)
@@ -100,7 +99,7 @@ class SandboxFilesController(Controller):
         media_type="application/octet-stream",
     )
     async def read_file(
-        self, sandbox_id: str, path: PathQuery, services: Services, principal: Principal
+        self, sandbox_id: FromPath[str], path: PathQuery, services: ServicesDep, principal: PrincipalDep
     ) -> Response[bytes]:
         data = await services.sandboxes.read_file(principal, sandbox_id, path)
         return Response(data, media_type="application/octet-stream")

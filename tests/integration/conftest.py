@@ -1,0 +1,75 @@
+"""The app on real PostgreSQL and real Docker, and tenants with their own keys."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from sandlot.app import create_app
+from sandlot.services.accounts import AccountService
+from sandlot.settings import Settings
+from sandlot.store.engine import make_engine, make_sessionmaker
+from tests.conftest import INSTANCE
+
+Headers = dict[str, str]
+
+
+@pytest.fixture(scope="session")
+def app_settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return Settings(
+        database_url=pg_url,
+        runtime="docker",
+        instance=INSTANCE,
+        data_dir=tmp_path_factory.mktemp("data"),
+        reaper_interval=0.5,
+        max_file_bytes=16 << 20,
+        max_request_bytes=64 << 10,
+        exec_output_limit=256 << 10,
+        bootstrap_operator_key=False,
+    )
+
+
+@pytest.fixture(scope="session")
+async def client(app_settings: Settings) -> AsyncIterator[AsyncTestClient]:
+    app = create_app(app_settings)
+    async with AsyncTestClient(app, timeout=120) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+async def accounts(pg_url: str) -> AsyncIterator[AccountService]:
+    engine = make_engine(pg_url)
+    yield AccountService(make_sessionmaker(engine))
+    await engine.dispose()
+
+
+NewTenant = Callable[..., Awaitable[Headers]]
+
+
+@pytest.fixture
+def new_tenant(accounts: AccountService) -> NewTenant:
+    """Make a tenant with a fresh key; returns the request headers for that key."""
+
+    async def make(scopes: list[str] | None = None, **quota: object) -> Headers:
+        tenant = await accounts.create_tenant(f"t-{secrets.token_hex(4)}", **quota)  # type: ignore[arg-type]
+        key = await accounts.create_key(tenant.id, scopes=scopes)
+        return {"Authorization": f"Bearer {key.plaintext}"}
+
+    return make
+
+
+@pytest.fixture
+async def operator(accounts: AccountService) -> Headers:
+    key = await accounts.create_key(
+        (await accounts.create_tenant(f"ops-{secrets.token_hex(4)}")).id, operator=True
+    )
+    return {"Authorization": f"Bearer {key.plaintext}"}
+
+
+@pytest.fixture
+def data_dir(app_settings: Settings) -> Path:
+    return app_settings.data_dir
