@@ -64,14 +64,14 @@ async def pg_url() -> AsyncIterator[str]:
 
 @pytest.fixture(scope="session", autouse=True)
 async def _remove_leftover_containers() -> AsyncIterator[None]:
-    """At the end of the run, remove whatever this run's containers are left."""
+    """At the end of the run, remove whatever this run's containers are left (their instance
+    label starts with INSTANCE; apps started by the tests use INSTANCE-<suffix>)."""
     yield
     docker = aiodocker.Docker()
     try:
-        for c in await docker.containers.list(
-            all=True, filters={"label": [f"{LABEL_INSTANCE}={INSTANCE}"]}
-        ):
-            await c.delete(force=True, v=True)
+        for c in await docker.containers.list(all=True, filters={"label": [LABEL_INSTANCE]}):
+            if c._container.get("Labels", {}).get(LABEL_INSTANCE, "").startswith(INSTANCE):
+                await c.delete(force=True, v=True)
     finally:
         await docker.close()
 

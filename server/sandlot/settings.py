@@ -7,6 +7,7 @@ in the README's settings table.
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
 from pathlib import Path
 
@@ -45,10 +46,11 @@ class Settings(BaseSettings):
         description="Where the embedded store, local sandboxes and blobs live.",
     )
     instance: str = Field(
-        default="default",
-        pattern=r"^[A-Za-z0-9_.-]{1,63}$",
-        description="Deployment name put on every container label; services sharing one "
-        "database and engine must share it, and reconcile only containers carrying it.",
+        default="",
+        pattern=r"^[A-Za-z0-9_.-]{0,63}$",
+        description="Deployment name put on every container label; reconciliation only "
+        "touches containers carrying it. Empty: derived from the database URL, so processes "
+        "sharing a database agree and deployments with different databases never collide.",
     )
 
     # -- store -----------------------------------------------------------------------------
@@ -115,4 +117,7 @@ class Settings(BaseSettings):
     def _default_database(self) -> Settings:
         if not self.database_url:
             self.database_url = f"sqlite+aiosqlite:///{self.data_dir.resolve() / 'sandlot.db'}"
+        if not self.instance:
+            digest = hashlib.sha256(self.database_url.encode()).hexdigest()[:12]
+            self.instance = f"db-{digest}"
         return self

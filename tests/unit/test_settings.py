@@ -23,3 +23,10 @@ def test_settings_come_from_sandlot_variables(monkeypatch: pytest.MonkeyPatch) -
 def test_bad_instance_name_is_refused() -> None:
     with pytest.raises(ValueError, match="instance"):
         Settings(instance="has space")
+
+
+def test_instance_defaults_to_one_per_database() -> None:
+    a = Settings(database_url="postgresql://h/a")
+    assert a.instance == Settings(database_url="postgresql://h/a").instance
+    assert a.instance != Settings(database_url="postgresql://h/b").instance
+    assert Settings(database_url="postgresql://h/a", instance="mine").instance == "mine"

@@ -1,0 +1,140 @@
+"""The ``sandlot`` command as a user runs it: real processes, an embedded SQLite store."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import INSTANCE
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "SANDLOT_DATA_DIR": str(tmp_path / "data"),
+        "SANDLOT_INSTANCE": f"{INSTANCE}-cli",
+        "SANDLOT_DATABASE_URL": "",
+    }
+
+
+def sandlot(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sandlot", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_tenants_and_keys_with_json_output(env: dict[str, str]) -> None:
+    made = sandlot(env, "tenants", "create", "acme", "--max-sandboxes", "3", "--json")
+    assert made.returncode == 0, made.stderr
+    tenant = json.loads(made.stdout)
+    assert tenant["name"] == "acme" and tenant["max_sandboxes"] == 3
+    listed = json.loads(sandlot(env, "tenants", "list", "--json").stdout)
+    assert "acme" in {t["name"] for t in listed}
+
+    piped = sandlot(env, "keys", "create", "--tenant", "acme")
+    assert piped.returncode == 0, piped.stderr
+    assert re.fullmatch(r"sl_[0-9a-f]{8}_[\w-]+\n", piped.stdout), piped.stdout
+
+    full = json.loads(sandlot(env, "keys", "create", "--tenant", "acme", "--json").stdout)
+    assert full["key"].startswith("sl_") and full["scopes"] == ["sandboxes:read", "sandboxes:write"]
+    keys = json.loads(sandlot(env, "keys", "list", "--tenant", "acme", "--json").stdout)
+    assert len(keys) == 2 and all("key" not in k and "digest" not in k for k in keys)
+
+    revoked = json.loads(sandlot(env, "keys", "revoke", full["id"], "--json").stdout)
+    assert revoked["revoked_at"] is not None
+
+    op = json.loads(sandlot(env, "keys", "create", "--operator", "--json").stdout)
+    assert "operator" in op["scopes"]
+
+
+def test_errors_are_messages_not_tracebacks(env: dict[str, str]) -> None:
+    sandlot(env, "tenants", "create", "dup")
+    again = sandlot(env, "tenants", "create", "dup")
+    assert again.returncode != 0
+    assert "conflict" in again.stderr and "Traceback" not in again.stderr
+    missing = sandlot(env, "keys", "create", "--tenant", "nobody")
+    assert missing.returncode != 0 and "not_found" in missing.stderr
+
+
+def test_openapi_document_is_written(env: dict[str, str], tmp_path: Path) -> None:
+    out = tmp_path / "openapi.json"
+    done = sandlot(env, "openapi", "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out.read_text())
+    assert doc["info"]["title"] == "Sandlot"
+    for path in ("/v1/sandboxes", "/v1/sandboxes/{sandbox_id}/exec", "/v1/sandboxes/{sandbox_id}/files"):
+        assert path in doc["paths"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def served(env: dict[str, str], request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """``sandlot serve`` as the README's quickstart runs it; yields (url, operator key)."""
+    port = _free_port()
+    env = {**env, "SANDLOT_PORT": str(port), "SANDLOT_RUNTIME": request.param}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sandlot", "serve", "--json"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        info = json.loads(proc.stdout.readline())
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        else:
+            pytest.fail("serve did not answer /healthz within 60 s")
+        yield url, info["operator_key"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("served", ["auto", "local"], indirect=True)
+def test_serve_answers_and_runs_a_sandbox(served: tuple[str, str]) -> None:
+    url, key = served
+    assert key and key.startswith("sl_")
+    h = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=url, headers=h, timeout=60) as http:
+        ready = http.get("/readyz").json()
+        assert ready["status"] == "ready"
+        sandbox = http.post("/v1/sandboxes", json={}).json()
+        assert sandbox["status"] == "ready", sandbox
+        res = http.post(f"/v1/sandboxes/{sandbox['id']}/exec", json={"command": "echo hi"}).json()
+        assert (res["exit_code"], res["stdout"]) == (0, "hi\n")
+        assert http.delete(f"/v1/sandboxes/{sandbox['id']}").status_code == 204
+        assert http.get("/openapi/openapi.json").status_code == 200
