@@ -23,9 +23,7 @@ from sandlot.store import migrate
 INSTANCE = f"test-{os.getpid()}-{secrets.token_hex(3)}"
 BUSYBOX = "sandlot/busybox:latest"
 PYTHON = "sandlot/python:3"
-PG_ADMIN_URL = os.environ.get(
-    "SANDLOT_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
+PG_ADMIN_URL = os.environ.get("SANDLOT_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
 def _db_url(admin: str, name: str) -> str:

@@ -29,7 +29,9 @@ class SandboxController(Controller):
     tags = ["sandboxes"]
 
     @post("/", status_code=201, summary="Create a sandbox")
-    async def create(self, data: JSONBody[SandboxCreate], services: ServicesDep, principal: PrincipalDep) -> SandboxOut:
+    async def create(
+        self, data: JSONBody[SandboxCreate], services: ServicesDep, principal: PrincipalDep
+    ) -> SandboxOut:
         row = await services.sandboxes.create(principal, NewSandbox(**data.model_dump()))
         return SandboxOut.of(row)
 
@@ -46,7 +48,9 @@ class SandboxController(Controller):
         return [SandboxOut.of(r) for r in rows]
 
     @get("/{sandbox_id:str}", summary="Get a sandbox")
-    async def get_sandbox(self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> SandboxOut:
+    async def get_sandbox(
+        self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> SandboxOut:
         return SandboxOut.of(await services.sandboxes.get(principal, sandbox_id))
 
     @get("/{sandbox_id:str}/events", summary="Status history of a sandbox")
@@ -56,12 +60,18 @@ class SandboxController(Controller):
         return [SandboxEventOut.of(e) for e in await services.sandboxes.events(principal, sandbox_id)]
 
     @delete("/{sandbox_id:str}", summary="Delete a sandbox and its container")
-    async def delete_sandbox(self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
+    async def delete_sandbox(
+        self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> None:
         await services.sandboxes.delete(principal, sandbox_id)
 
     @post("/{sandbox_id:str}/exec", status_code=200, summary="Run a command to completion")
     async def exec_command(
-        self, sandbox_id: FromPath[str], data: JSONBody[ExecIn], services: ServicesDep, principal: PrincipalDep
+        self,
+        sandbox_id: FromPath[str],
+        data: JSONBody[ExecIn],
+        services: ServicesDep,
+        principal: PrincipalDep,
     ) -> ExecOut:
         request = ExecRequest(
             command=data.command,

@@ -23,9 +23,7 @@ async def _create(client: AsyncTestClient, headers: Headers, **body: object) -> 
 async def _containers_of(sandbox_id: str) -> list[object]:
     docker = aiodocker.Docker()
     try:
-        return await docker.containers.list(
-            all=True, filters={"label": [f"{LABEL_SANDBOX}={sandbox_id}"]}
-        )
+        return await docker.containers.list(all=True, filters={"label": [f"{LABEL_SANDBOX}={sandbox_id}"]})
     finally:
         await docker.close()
 

@@ -122,9 +122,7 @@ async def test_symlinks_out_of_the_workspace_neither_read_nor_write(
     _problem(await client.get(url, params={"path": "pw"}, headers=h), 422, "path_outside_workspace")
     resp = await client.put(url, params={"path": "tmpdir/planted"}, content=b"x", headers=h)
     _problem(resp, 422, "path_outside_workspace")
-    check = await client.post(
-        f"/v1/sandboxes/{sid}/exec", json={"command": "ls /tmp/planted"}, headers=h
-    )
+    check = await client.post(f"/v1/sandboxes/{sid}/exec", json={"command": "ls /tmp/planted"}, headers=h)
     assert check.json()["exit_code"] != 0
 
 
@@ -181,9 +179,7 @@ async def test_quota_is_enforced_with_429(client: AsyncTestClient, new_tenant: N
     h = await new_tenant(max_sandboxes=1)
     first = await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=h)
     assert first.status_code == 201
-    _problem(
-        await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=h), 429, "quota_exceeded"
-    )
+    _problem(await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=h), 429, "quota_exceeded")
     await client.delete(f"/v1/sandboxes/{first.json()['id']}", headers=h)
     again = await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=h)
     assert again.status_code == 201

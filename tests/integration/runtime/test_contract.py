@@ -51,9 +51,7 @@ async def test_timeout_kills_the_whole_tree_and_keeps_partial_output(
     runtime: SandboxRuntime, ref: str
 ) -> None:
     started = time.monotonic()
-    res = await runtime.exec(
-        ref, ExecRequest("echo begun; (sleep 300 &); sleep 200 & sleep 100", timeout=1)
-    )
+    res = await runtime.exec(ref, ExecRequest("echo begun; (sleep 300 &); sleep 200 & sleep 100", timeout=1))
     assert time.monotonic() - started < 5
     assert res.timed_out and res.exit_code is None
     assert res.stdout == b"begun\n"
@@ -84,9 +82,7 @@ async def test_symlinks_pointing_out_are_refused_both_ways(runtime: SandboxRunti
             await runtime.write_file(ref, f"{WS}/{path}", b"x", WS)
 
 
-async def test_reading_a_missing_or_too_large_file_fails_clearly(
-    runtime: SandboxRuntime, ref: str
-) -> None:
+async def test_reading_a_missing_or_too_large_file_fails_clearly(runtime: SandboxRuntime, ref: str) -> None:
     with pytest.raises(NotFound):
         await runtime.read_file(ref, f"{WS}/missing", WS, 100)
     await runtime.write_file(ref, f"{WS}/big", b"x" * 1000, WS)

@@ -26,9 +26,7 @@ async def small(docker_runtime: DockerRuntime) -> AsyncIterator[str]:
     await docker_runtime.remove(ref)
 
 
-async def test_memory_limit_kills_a_process_and_reports_it(
-    docker_runtime: DockerRuntime, small: str
-) -> None:
+async def test_memory_limit_kills_a_process_and_reports_it(docker_runtime: DockerRuntime, small: str) -> None:
     res = await docker_runtime.exec(
         small, ExecRequest(["python3", "-c", "b = bytearray(300 * 1024 * 1024); print('survived')"])
     )
@@ -39,9 +37,7 @@ async def test_memory_limit_kills_a_process_and_reports_it(
     assert after.stdout == b"still-here\n"
 
 
-async def test_fork_bomb_is_stopped_by_the_pids_limit(
-    docker_runtime: DockerRuntime, small: str
-) -> None:
+async def test_fork_bomb_is_stopped_by_the_pids_limit(docker_runtime: DockerRuntime, small: str) -> None:
     bomb = (
         "import os, time\n"
         "n = 0\n"
@@ -67,17 +63,13 @@ async def test_no_network_by_default(docker_runtime: DockerRuntime, small: str) 
     assert "eth0" not in " ".join(interfaces)
     probe = await docker_runtime.exec(
         small,
-        ExecRequest(
-            ["python3", "-c", "import socket; socket.create_connection(('1.1.1.1', 53), 2)"]
-        ),
+        ExecRequest(["python3", "-c", "import socket; socket.create_connection(('1.1.1.1', 53), 2)"]),
     )
     assert probe.exit_code != 0
     assert b"Network is unreachable" in probe.stderr or b"OSError" in probe.stderr
 
 
-async def test_no_docker_socket_no_capabilities_no_root(
-    docker_runtime: DockerRuntime, small: str
-) -> None:
+async def test_no_docker_socket_no_capabilities_no_root(docker_runtime: DockerRuntime, small: str) -> None:
     res = await docker_runtime.exec(
         small,
         ExecRequest(
@@ -100,7 +92,10 @@ async def test_read_only_root_keeps_a_writable_workspace(docker_runtime: DockerR
     )
     try:
         res = await docker_runtime.exec(
-            ref, ExecRequest("touch /etc/x 2>&1; echo ok > /workspace/f && cat /workspace/f; touch /tmp/t && echo tmp")
+            ref,
+            ExecRequest(
+                "touch /etc/x 2>&1; echo ok > /workspace/f && cat /workspace/f; touch /tmp/t && echo tmp"
+            ),
         )
         assert b"Read-only file system" in res.stdout
         assert b"ok\ntmp\n" in res.stdout

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every check and test. On a fresh machine it first installs and starts what is missing:
+# Python dependencies (uv), Docker (Debian's docker.io, dockerd in the background), the
+# offline-built images, bubblewrap, and PostgreSQL (uses 127.0.0.1:5432, or
+# SANDLOT_TEST_DATABASE_URL). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib.sh
+
+ensure_uv
+uv sync --frozen -q
+apt_install busybox-static mmdebstrap bubblewrap
+./scripts/ensure-docker.sh
+uv run sandlot images build-offline
+
+if [ -z "${SANDLOT_TEST_DATABASE_URL:-}" ]; then
+  if ! uv run python -c "import socket; socket.create_connection(('127.0.0.1', 5432), 2)" 2>/dev/null; then
+    apt_install postgresql
+    log "starting PostgreSQL..."
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start
+  fi
+fi
+
+log "lint and types"
+uv run ruff check .
+uv run ruff format --check .
+uv run mypy
+
+log "tests"
+uv run pytest "$@"
