@@ -18,7 +18,15 @@ from sandlot.store import migrate
 from sandlot.store.engine import make_engine
 from tests.conftest import create_pg_database, drop_pg_database
 
-TABLES = {"tenants", "api_keys", "sandboxes", "sandbox_events"}
+TABLES = {
+    "tenants",
+    "api_keys",
+    "sandboxes",
+    "sandbox_events",
+    "environments",
+    "sessions",
+    "activities",
+}
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])

@@ -19,6 +19,7 @@ __all__ = [
     "ExecResult",
     "Limits",
     "OwnedSandbox",
+    "ProcessStream",
     "SandboxRuntime",
     "SandboxSpec",
 ]
@@ -100,6 +101,22 @@ class OwnedSandbox:
     running: bool
 
 
+class ProcessStream(Protocol):
+    """A long-lived process in a sandbox with its stdin open (e.g. the persistent shell)."""
+
+    async def write(self, data: bytes) -> None:
+        """Send bytes to the process's stdin."""
+        ...
+
+    async def read(self) -> tuple[int, bytes] | None:
+        """Next output chunk as (1 for stdout or 2 for stderr, bytes); None once it ended."""
+        ...
+
+    async def close(self) -> None:
+        """Stop reading and release the connection (the process sees EOF on stdin)."""
+        ...
+
+
 @runtime_checkable
 class SandboxRuntime(Protocol):
     """A place sandboxes run. Every method may raise :class:`RuntimeUnavailable`."""
@@ -134,6 +151,21 @@ class SandboxRuntime(Protocol):
 
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
         """Run a command to completion, bounded by its timeout and output limit."""
+        ...
+
+    async def open_process(
+        self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> ProcessStream:
+        """Start a process with stdin, stdout and stderr attached."""
+        ...
+
+    async def kill_session(self, ref: str, sid: int) -> None:
+        """Kill every process of session ``sid`` (as reported from inside the sandbox)."""
+        ...
+
+    async def reset(self, ref: str, workspace: str) -> None:
+        """Kill every process a client started and empty the workspace, so the sandbox can
+        serve another session. Raises :class:`SandboxStateError` if that did not work."""
         ...
 
     async def write_file(self, ref: str, path: str, data: bytes, workspace: str) -> None:

@@ -14,7 +14,7 @@ import logging
 import posixpath
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import aiodocker
@@ -38,7 +38,13 @@ from sandlot.runtime.base import (
     SandboxSpec,
 )
 from sandlot.runtime.output import CappedBuffer
-from sandlot.runtime.scripts import KILL_SESSION, OOM_COUNT, REPORT_PID_AND_EXEC, RESOLVE_PATH
+from sandlot.runtime.scripts import (
+    KILL_SESSION,
+    OOM_COUNT,
+    REPORT_PID_AND_EXEC,
+    RESET_SANDBOX,
+    RESOLVE_PATH,
+)
 
 __all__ = ["DockerRuntime"]
 
@@ -290,6 +296,28 @@ class DockerRuntime:
             oom_killed=oom,
         )
 
+    async def open_process(
+        self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> _ExecStream:
+        exe = await self._create_exec(ref, list(argv), stdin=True, env=env or {}, cwd=None)
+        stream: Stream = exe.start(detach=False)
+        try:
+            await stream._init()
+        except aiodocker.DockerError as exc:
+            raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
+        return _ExecStream(stream)
+
+    async def reset(self, ref: str, workspace: str) -> None:
+        try:
+            res = await self._run_quick(ref, ["/bin/sh", "-c", RESET_SANDBOX, "sh", workspace])
+        except TimeoutError as exc:
+            raise SandboxStateError("sandbox reset timed out") from exc
+        if res.exit_code != 0:
+            raise SandboxStateError(f"sandbox reset failed: {res.stderr.decode(errors='replace')}")
+
+    async def kill_session(self, ref: str, sid: int) -> None:
+        await self._kill_session(ref, sid)
+
     async def _kill_session(self, ref: str, sid: int) -> None:
         try:
             await self._run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)])
@@ -381,6 +409,29 @@ class DockerRuntime:
             handle = tar.extractfile(member)
             assert handle is not None
             return handle.read()
+
+
+class _ExecStream:
+    """:class:`~sandlot.runtime.base.ProcessStream` over an attached ``docker exec``."""
+
+    def __init__(self, stream: Stream) -> None:
+        self._stream = stream
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self._stream.write_in(data)
+        except (RuntimeError, OSError, aiodocker.DockerError) as exc:
+            raise SandboxStateError(f"the sandbox process is gone: {exc}") from exc
+
+    async def read(self) -> tuple[int, bytes] | None:
+        try:
+            msg = await self._stream.read_out()
+        except (OSError, aiodocker.DockerError) as exc:
+            raise SandboxStateError(f"lost the sandbox process: {exc}") from exc
+        return None if msg is None else (msg.stream, msg.data)
+
+    async def close(self) -> None:
+        await self._stream.close()
 
 
 async def _send_stdin(stream: Stream, data: bytes) -> None:

@@ -21,6 +21,7 @@ import shutil
 import signal
 import stat
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sandlot.domain.errors import (
@@ -149,9 +150,11 @@ class LocalRuntime:
             argv += [self._prlimit, f"--as={memory}", "--"]
         if self._bwrap is None:
             return argv + request.argv()
-        argv += [self._bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
-        if meta.get("network"):
-            argv.append("--share-net")
+        # No pid namespace: pids stay host pids, so kill_session can find a command's tree.
+        argv += [self._bwrap, "--die-with-parent", "--unshare-user", "--unshare-ipc"]
+        argv += ["--unshare-uts", "--unshare-cgroup-try"]
+        if not meta.get("network"):
+            argv.append("--unshare-net")
         argv += ["--uid", "1000", "--gid", "1000"]
         for d in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"):
             argv += ["--ro-bind-try", d, d]
@@ -212,7 +215,7 @@ class LocalRuntime:
             await asyncio.wait_for(work, timeout=request.timeout)
         except TimeoutError:
             timed_out = True
-            _killpg(proc.pid)
+            _kill_tree(proc.pid)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), timeout=2.0)
         finally:
@@ -231,7 +234,44 @@ class LocalRuntime:
 
     def _kill_all(self, ref: str) -> None:
         for pid in self._procs.pop(ref, set()):
-            _killpg(pid)
+            _kill_tree(pid)
+
+    async def open_process(
+        self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> _PipeStream:
+        meta = self._meta(ref)
+        request = ExecRequest(list(argv), env=env or {})
+        host_ws = str(self._dir(ref) / "workspace")
+        proc = await asyncio.create_subprocess_exec(
+            *self._argv(ref, meta, request),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=host_ws,
+            env=self._env(meta, request, host_ws),
+            start_new_session=True,
+        )
+        self._procs.setdefault(ref, set()).add(proc.pid)
+        return _PipeStream(proc)
+
+    async def kill_session(self, ref: str, sid: int) -> None:
+        await asyncio.to_thread(_kill_host_session, sid)
+
+    async def reset(self, ref: str, workspace: str) -> None:
+        self._kill_all(ref)
+        host_ws = self._dir(ref) / "workspace"
+
+        def empty() -> None:
+            for child in host_ws.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+
+        try:
+            await asyncio.to_thread(empty)
+        except OSError as exc:
+            raise SandboxStateError(f"sandbox reset failed: {exc}") from exc
 
     # -- files --------------------------------------------------------------------------------
 
@@ -291,3 +331,86 @@ class LocalRuntime:
 def _killpg(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+def _sessions_and_parents() -> dict[int, tuple[int, int]]:
+    """pid -> (session id, parent pid) of every host process."""
+    found: dict[int, tuple[int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        found[int(entry)] = (int(fields[3]), int(fields[1]))
+    return found
+
+
+def _kill_host_session(sid: int) -> None:
+    """Kill every host process in session ``sid`` (a command started under setsid)."""
+    for _ in range(3):
+        for pid, (session, _parent) in _sessions_and_parents().items():
+            if session == sid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _kill_tree(root: int) -> None:
+    """Kill ``root``, its process group, and every process descending from it."""
+    table = _sessions_and_parents()
+    doomed = {root}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (_session, parent) in table.items():
+            if parent in doomed and pid not in doomed:
+                doomed.add(pid)
+                grew = True
+    _killpg(root)
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class _PipeStream:
+    """:class:`~sandlot.runtime.base.ProcessStream` over a local subprocess's pipes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        self._queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
+        self._open = 2
+        self._tasks = [
+            asyncio.ensure_future(self._pump(1, proc.stdout)),
+            asyncio.ensure_future(self._pump(2, proc.stderr)),
+        ]
+
+    async def _pump(self, fd: int, reader: asyncio.StreamReader | None) -> None:
+        assert reader is not None
+        while chunk := await reader.read(1 << 16):
+            await self._queue.put((fd, chunk))
+        await self._queue.put(None)
+
+    async def write(self, data: bytes) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(data)
+            await self._proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise SandboxStateError("the sandbox process is gone") from exc
+
+    async def read(self) -> tuple[int, bytes] | None:
+        while self._open:
+            item = await self._queue.get()
+            if item is not None:
+                return item
+            self._open -= 1
+        return None
+
+    async def close(self) -> None:
+        _kill_tree(self._proc.pid)
+        for task in self._tasks:
+            task.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            await self._proc.wait()

@@ -5,7 +5,17 @@ They only use what busybox and Debian both have (sh, read, kill, readlink).
 
 from __future__ import annotations
 
-__all__ = ["KILL_SESSION", "OOM_COUNT", "REPORT_PID_AND_EXEC", "RESOLVE_PATH"]
+__all__ = [
+    "KILL_SESSION",
+    "OOM_COUNT",
+    "REPORT_PID_AND_EXEC",
+    "RESET_SANDBOX",
+    "RESOLVE_PATH",
+    "STATE_ROOT",
+]
+
+#: Where in-sandbox bookkeeping lives (persistent shell state); never in the workspace.
+STATE_ROOT = "/tmp/.sandlot"
 
 #: Run as ``sh -c REPORT_PID_AND_EXEC sh ARGV...``: prints its pid on stderr, then becomes ARGV.
 #: The pid is that of a session leader (every ``docker exec`` starts a new session), which lets
@@ -62,4 +72,25 @@ for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; 
   fi
 done
 echo 0
+"""
+
+#: Run as ``sh -c RESET_SANDBOX sh WORKSPACE``: kills every process outside the container's own
+#: session 1 (the init and keepalive) and this script's, empties WORKSPACE and our state dir,
+#: and fails unless both are empty afterwards.
+RESET_SANDBOX = r"""
+ws=$1; me=$$
+for sig in STOP KILL KILL; do
+  for f in /proc/[0-9]*/stat; do
+    read -r line < "$f" 2>/dev/null || continue
+    rest=${line##*) }
+    set -- $rest
+    if [ "$4" != 1 ] && [ "$4" != "$me" ]; then
+      p=${f#/proc/}; p=${p%/stat}
+      kill -$sig "$p" 2>/dev/null
+    fi
+  done
+done
+rm -rf /tmp/.sandlot
+find "$ws" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
+[ -z "$(ls -A "$ws")" ] || { echo "workspace not empty" >&2; exit 1; }
 """

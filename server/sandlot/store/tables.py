@@ -11,7 +11,16 @@ from sqlmodel import Field, SQLModel
 
 from sandlot.store.types import UtcDateTime, utcnow
 
-__all__ = ["ApiKey", "Sandbox", "SandboxEvent", "Tenant", "new_id"]
+__all__ = [
+    "Activity",
+    "ApiKey",
+    "Environment",
+    "Sandbox",
+    "SandboxEvent",
+    "Session",
+    "Tenant",
+    "new_id",
+]
 
 
 def new_id(prefix: str) -> str:
@@ -72,6 +81,8 @@ class Sandbox(SQLModel, table=True):
     env: dict[str, str] = Field(default_factory=dict, sa_type=sa.JSON)
     ttl_seconds: int | None = None
     expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime, index=True)
+    environment_id: str | None = Field(default=None, index=True, max_length=32)
+    session_id: str | None = Field(default=None, max_length=64)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -88,3 +99,67 @@ class SandboxEvent(SQLModel, table=True):
     to_status: str = Field(max_length=20)
     reason: str = Field(default="", max_length=500)
     at: datetime = _ts()
+
+
+class Environment(SQLModel, table=True):
+    """Tenant-scoped configuration: images, features, pools and sandbox defaults."""
+
+    __tablename__ = "environments"
+    __table_args__ = (sa.UniqueConstraint("tenant_id", "name"),)
+
+    id: str = Field(default_factory=lambda: new_id("env"), primary_key=True, max_length=32)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
+    name: str = Field(max_length=100)
+    images: list[str] = Field(default_factory=list, sa_type=sa.JSON)
+    features: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
+    pool_size: Any = Field(default=0, sa_type=sa.JSON)
+    memory_mb: int = 512
+    cpus: float = 1.0
+    pids: int = 256
+    disk_mb: int | None = None
+    network: bool = False
+    env: dict[str, str] = Field(default_factory=dict, sa_type=sa.JSON)
+    session_ttl_seconds: int | None = 3600
+    idle_timeout_seconds: int | None = 600
+    outage_grace_period_seconds: float = 60.0
+    housekeeping_interval_seconds: float = 10.0
+    unhealthy_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class Session(SQLModel, table=True):
+    """A user's turn on a sandbox. ``state`` holds what resuming needs."""
+
+    __tablename__ = "sessions"
+
+    id: str = Field(primary_key=True, max_length=64)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
+    environment_id: str = Field(foreign_key="environments.id", index=True, max_length=32)
+    sandbox_id: str | None = Field(default=None, max_length=32)
+    image: str = Field(max_length=300)
+    status: str = Field(index=True, max_length=20)
+    end_reason: str = Field(default="", max_length=500)
+    state: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
+    created_at: datetime = _ts()
+    last_activity_at: datetime = _ts()
+    expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+    ended_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class Activity(SQLModel, table=True):
+    """One call of a feature method, with how long it took and how it ended."""
+
+    __tablename__ = "activities"
+
+    id: int | None = Field(default=None, primary_key=True)
+    tenant_id: str = Field(max_length=32, index=True)
+    session_id: str | None = Field(default=None, max_length=64, index=True)
+    sandbox_id: str | None = Field(default=None, max_length=32)
+    feature: str = Field(max_length=100)
+    name: str = Field(max_length=100)
+    args_summary: str = Field(default="", max_length=1000)
+    duration_ms: float = 0.0
+    error: str | None = Field(default=None, max_length=1000)
+    error_code: str | None = Field(default=None, max_length=100)
+    started_at: datetime = _ts()
