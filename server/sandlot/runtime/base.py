@@ -159,8 +159,12 @@ class SandboxRuntime(Protocol):
         """Start a process with stdin, stdout and stderr attached."""
         ...
 
-    async def kill_session(self, ref: str, sid: int) -> None:
-        """Kill every process of session ``sid`` (as reported from inside the sandbox)."""
+    def state_dir(self, ref: str) -> str:
+        """An in-sandbox directory for our bookkeeping (on a tmpfs where possible)."""
+        ...
+
+    async def kill_tree(self, ref: str, pid: int) -> None:
+        """Kill ``pid`` (as seen inside the sandbox) and all its descendants."""
         ...
 
     async def reset(self, ref: str, workspace: str) -> None:

@@ -40,10 +40,12 @@ from sandlot.runtime.base import (
 from sandlot.runtime.output import CappedBuffer
 from sandlot.runtime.scripts import (
     KILL_SESSION,
+    KILL_TREE,
     OOM_COUNT,
     REPORT_PID_AND_EXEC,
     RESET_SANDBOX,
     RESOLVE_PATH,
+    STATE_ROOT,
 )
 
 __all__ = ["DockerRuntime"]
@@ -307,16 +309,23 @@ class DockerRuntime:
             raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
         return _ExecStream(stream)
 
+    def state_dir(self, ref: str) -> str:
+        return STATE_ROOT
+
     async def reset(self, ref: str, workspace: str) -> None:
+        argv = ["/bin/sh", "-c", RESET_SANDBOX, "sh", workspace, STATE_ROOT]
         try:
-            res = await self._run_quick(ref, ["/bin/sh", "-c", RESET_SANDBOX, "sh", workspace])
+            res = await self._run_quick(ref, argv)
         except TimeoutError as exc:
             raise SandboxStateError("sandbox reset timed out") from exc
         if res.exit_code != 0:
             raise SandboxStateError(f"sandbox reset failed: {res.stderr.decode(errors='replace')}")
 
-    async def kill_session(self, ref: str, sid: int) -> None:
-        await self._kill_session(ref, sid)
+    async def kill_tree(self, ref: str, pid: int) -> None:
+        try:
+            await self._run_quick(ref, ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)])
+        except (SandboxStateError, TimeoutError, aiodocker.DockerError) as exc:
+            log.warning("could not kill process tree %s in %s: %s", pid, ref[:12], exc)
 
     async def _kill_session(self, ref: str, sid: int) -> None:
         try:

@@ -110,6 +110,7 @@ class LocalRuntime:
 
         def make() -> None:
             (self._dir(ref) / "workspace").mkdir(parents=True, exist_ok=False)
+            (self._dir(ref) / "state").mkdir()
             (self._dir(ref) / _META).write_text(json.dumps(meta))
 
         await asyncio.to_thread(make)
@@ -150,7 +151,7 @@ class LocalRuntime:
             argv += [self._prlimit, f"--as={memory}", "--"]
         if self._bwrap is None:
             return argv + request.argv()
-        # No pid namespace: pids stay host pids, so kill_session can find a command's tree.
+        # No pid namespace: pids stay host pids, so kill_tree can find a command's tree.
         argv += [self._bwrap, "--die-with-parent", "--unshare-user", "--unshare-ipc"]
         argv += ["--unshare-uts", "--unshare-cgroup-try"]
         if not meta.get("network"):
@@ -160,7 +161,9 @@ class LocalRuntime:
             argv += ["--ro-bind-try", d, d]
         for name in _ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        argv += ["--bind", host_ws, workspace, "--tmpfs", "/tmp", "--proc", "/proc"]
+        state = self.state_dir(ref)
+        argv += ["--bind", host_ws, workspace, "--tmpfs", "/tmp", "--bind", state, state]
+        argv += ["--proc", "/proc"]
         argv += ["--dev", "/dev", "--chdir", cwd]
         return [*argv, *request.argv()]
 
@@ -254,14 +257,20 @@ class LocalRuntime:
         self._procs.setdefault(ref, set()).add(proc.pid)
         return _PipeStream(proc)
 
-    async def kill_session(self, ref: str, sid: int) -> None:
-        await asyncio.to_thread(_kill_host_session, sid)
+    def state_dir(self, ref: str) -> str:
+        return str(self._dir(ref) / "state")  # bound at the same path under bubblewrap
+
+    async def kill_tree(self, ref: str, pid: int) -> None:
+        await asyncio.to_thread(_kill_tree, pid)
 
     async def reset(self, ref: str, workspace: str) -> None:
         self._kill_all(ref)
         host_ws = self._dir(ref) / "workspace"
 
         def empty() -> None:
+            state = self._dir(ref) / "state"
+            shutil.rmtree(state, ignore_errors=True)
+            state.mkdir()
             for child in host_ws.iterdir():
                 if child.is_dir() and not child.is_symlink():
                     shutil.rmtree(child)
@@ -346,15 +355,6 @@ def _sessions_and_parents() -> dict[int, tuple[int, int]]:
             continue
         found[int(entry)] = (int(fields[3]), int(fields[1]))
     return found
-
-
-def _kill_host_session(sid: int) -> None:
-    """Kill every host process in session ``sid`` (a command started under setsid)."""
-    for _ in range(3):
-        for pid, (session, _parent) in _sessions_and_parents().items():
-            if session == sid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
 
 
 def _kill_tree(root: int) -> None:

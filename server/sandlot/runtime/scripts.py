@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = [
     "KILL_SESSION",
+    "KILL_TREE",
     "OOM_COUNT",
     "REPORT_PID_AND_EXEC",
     "RESET_SANDBOX",
@@ -14,8 +15,8 @@ __all__ = [
     "STATE_ROOT",
 ]
 
-#: Where in-sandbox bookkeeping lives (persistent shell state); never in the workspace.
-STATE_ROOT = "/tmp/.sandlot"
+#: Where in-sandbox bookkeeping lives (persistent shell state): a tmpfs, never the workspace.
+STATE_ROOT = "/dev/shm/.sandlot"
 
 #: Run as ``sh -c REPORT_PID_AND_EXEC sh ARGV...``: prints its pid on stderr, then becomes ARGV.
 #: The pid is that of a session leader (every ``docker exec`` starts a new session), which lets
@@ -36,6 +37,27 @@ for sig in STOP STOP KILL KILL KILL; do
       kill -$sig "$p" 2>/dev/null
     fi
   done
+done
+exit 0
+"""
+
+#: Run as ``sh -c KILL_TREE sh PID``: stops, then kills, PID and every process descending from
+#: it (found through the parent pids in /proc), so a fork loop cannot outrun the sweep.
+KILL_TREE = r"""
+tree=" $1 "
+for sig in STOP STOP KILL KILL; do
+  grew=1
+  while [ "$grew" = 1 ]; do
+    grew=0
+    for f in /proc/[0-9]*/stat; do
+      read -r line < "$f" 2>/dev/null || continue
+      p=${f#/proc/}; p=${p%/stat}
+      rest=${line##*) }
+      set -- $rest
+      case "$tree" in *" $p "*) ;; *" $2 "*) tree="$tree$p "; grew=1 ;; esac
+    done
+  done
+  for p in $tree; do kill -$sig "$p" 2>/dev/null; done
 done
 exit 0
 """
@@ -74,11 +96,11 @@ done
 echo 0
 """
 
-#: Run as ``sh -c RESET_SANDBOX sh WORKSPACE``: kills every process outside the container's own
-#: session 1 (the init and keepalive) and this script's, empties WORKSPACE and our state dir,
-#: and fails unless both are empty afterwards.
+#: Run as ``sh -c RESET_SANDBOX sh WORKSPACE STATE``: kills every process outside the container's
+#: own session 1 (the init and keepalive) and this script's, empties WORKSPACE and removes STATE,
+#: and fails unless the workspace is empty afterwards.
 RESET_SANDBOX = r"""
-ws=$1; me=$$
+ws=$1; state=$2; me=$$
 for sig in STOP KILL KILL; do
   for f in /proc/[0-9]*/stat; do
     read -r line < "$f" 2>/dev/null || continue
@@ -90,7 +112,7 @@ for sig in STOP KILL KILL; do
     fi
   done
 done
-rm -rf /tmp/.sandlot
+rm -rf "$state"
 find "$ws" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
 [ -z "$(ls -A "$ws")" ] || { echo "workspace not empty" >&2; exit 1; }
 """
