@@ -2,15 +2,13 @@
 
 Revision ID: 0002
 Revises: 0001
-Create Date: 2026-11-21 08:34:09.175984
+Create Date: 2026-11-21 08:36:48.117984
 """
 
 from __future__ import annotations
 
 import sqlalchemy as sa
-
 from alembic import op
-
 
 revision = "0002"
 down_revision = "0001"
@@ -83,10 +81,6 @@ def upgrade() -> None:
         sa.Column("last_activity_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("ended_at", sa.DateTime(timezone=True), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["environment_id"],
-            ["environments.id"],
-        ),
         sa.ForeignKeyConstraint(
             ["tenant_id"],
             ["tenants.id"],

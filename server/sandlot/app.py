@@ -14,15 +14,23 @@ from litestar.openapi.plugins import SwaggerRenderPlugin
 
 from sandlot import __version__
 from sandlot.api.deps import Services, provide_principal, provide_services
+from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
+from sandlot.api.sessions import SessionController
+from sandlot.features.registry import FeatureRegistry
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.select import make_runtime
 from sandlot.services.accounts import AccountService
+from sandlot.services.activities import ActivityRecorder
+from sandlot.services.environments import EnvironmentService
 from sandlot.services.loops import PeriodicLoop
+from sandlot.services.pools import PoolService
 from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
+from sandlot.services.sessions import SessionService
+from sandlot.services.shell import ShellManager
 from sandlot.settings import Settings
 from sandlot.store import migrate
 from sandlot.store.engine import make_engine, make_sessionmaker
@@ -42,23 +50,47 @@ def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> 
             await asyncio.to_thread(migrate.upgrade, settings.database_url)
         engine = make_engine(settings.database_url)
         sessions = make_sessionmaker(engine)
+        # Reads on the request path skip BEGIN/ROLLBACK round trips.
+        reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
         rt = runtime or await make_runtime(settings)
-        accounts = AccountService(sessions)
+        registry = FeatureRegistry.discover()
+        shells = ShellManager(rt)
+        recorder = ActivityRecorder(sessions)
         sandboxes = SandboxService(sessions, rt, settings)
-        app.state.services = Services(settings=settings, accounts=accounts, sandboxes=sandboxes)
+        environments = EnvironmentService(sessions, registry)
+        pools = PoolService(engine, sessions, sandboxes, environments)
+        services = Services(
+            settings=settings,
+            accounts=AccountService(sessions, reads),
+            sandboxes=sandboxes,
+            environments=environments,
+            pools=pools,
+            sessions=SessionService(
+                sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings
+            ),
+        )
+        app.state.services = services
         if settings.reconcile_on_start:
             await Reconciler(sessions, rt, settings.instance).run()
-        reaper = PeriodicLoop(
-            "reaper",
-            sandboxes.reap_expired,
-            settings.reaper_interval,
-            enabled=settings.reaper_enabled,
-        )
-        reaper.start()
+
+        async def reap() -> None:
+            await sandboxes.reap_expired()
+            await services.sessions.expire()
+
+        loops = [
+            PeriodicLoop("reaper", reap, settings.reaper_interval, enabled=settings.reaper_enabled),
+            PeriodicLoop("pools", pools.housekeep_all, settings.pool_interval, enabled=settings.pool_enabled),
+            PeriodicLoop("activities", recorder.flush, settings.activity_flush_interval, enabled=True),
+        ]
+        for loop in loops:
+            loop.start()
         try:
             yield
         finally:
-            await reaper.stop()
+            for loop in loops:
+                await loop.stop()
+            await recorder.flush()
+            await shells.close_all()
             if runtime is None:
                 await rt.close()
             await engine.dispose()
@@ -70,7 +102,12 @@ def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> 
     )
     api = Router(
         path="/",
-        route_handlers=[SandboxController, HealthController],
+        route_handlers=[
+            SandboxController,
+            EnvironmentController,
+            SessionController,
+            HealthController,
+        ],
         request_max_body_size=settings.max_request_bytes,
     )
     return Litestar(

@@ -93,7 +93,7 @@ class Settings(BaseSettings):
         default=100 << 20, ge=1024, description="Largest file uploaded or downloaded (413 beyond)."
     )
     exec_output_limit: int = Field(
-        default=1 << 20,
+        default=8 << 20,
         ge=1024,
         description="Bytes of stdout and of stderr kept per command; the rest is discarded "
         "and the result says `truncated`.",
@@ -103,6 +103,15 @@ class Settings(BaseSettings):
     # -- background loops ------------------------------------------------------------------
     reaper_enabled: bool = Field(default=True, description="Shut down expired sandboxes.")
     reaper_interval: float = Field(default=5.0, gt=0, description="Seconds between reaper sweeps.")
+    pool_enabled: bool = Field(default=True, description="Keep warm pools topped up and healthy.")
+    pool_interval: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds between pool rounds (each environment also has its own housekeeping interval).",
+    )
+    activity_flush_interval: float = Field(
+        default=0.5, gt=0, description="Seconds between writes of buffered activity records."
+    )
     reconcile_on_start: bool = Field(
         default=True, description="Remove unknown containers and mark lost sandboxes offline."
     )

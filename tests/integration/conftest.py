@@ -28,7 +28,7 @@ def app_settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Setti
         reaper_interval=0.5,
         max_file_bytes=16 << 20,
         max_request_bytes=64 << 10,
-        exec_output_limit=256 << 10,
+        exec_output_limit=8 << 20,
         bootstrap_operator_key=False,
     )
 
@@ -73,3 +73,43 @@ async def operator(accounts: AccountService) -> Headers:
 @pytest.fixture
 def data_dir(app_settings: Settings) -> Path:
     return app_settings.data_dir
+
+
+class Api:
+    """Small helpers over the test client for one tenant's key."""
+
+    def __init__(self, client: AsyncTestClient, headers: Headers) -> None:
+        self.client = client
+        self.h = headers
+
+    async def env(self, **fields: object) -> dict:
+        body = {"name": f"env-{secrets.token_hex(3)}", "images": ["sandlot/busybox:latest"], **fields}
+        resp = await self.client.post("/v1/environments", json=body, headers=self.h)
+        assert resp.status_code == 201, resp.text
+        return resp.json()
+
+    async def session(self, environment: str, **fields: object) -> dict:
+        resp = await self.client.post(
+            "/v1/sessions", json={"environment": environment, **fields}, headers=self.h
+        )
+        assert resp.status_code == 201, resp.text
+        return resp.json()
+
+    async def call(self, session_id: str, feature: str, activity: str, **args: object):
+        return await self.client.post(
+            f"/v1/sessions/{session_id}/features/{feature}/{activity}", json=args, headers=self.h
+        )
+
+    async def sh(self, session_id: str, command: str, **args: object) -> dict:
+        resp = await self.call(session_id, "shell", "run", command=command, **args)
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    async def end(self, session_id: str) -> None:
+        resp = await self.client.delete(f"/v1/sessions/{session_id}", headers=self.h)
+        assert resp.status_code == 204, resp.text
+
+
+@pytest.fixture
+async def api(client: AsyncTestClient, new_tenant: NewTenant) -> Api:
+    return Api(client, await new_tenant())

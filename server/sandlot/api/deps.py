@@ -10,7 +10,10 @@ from litestar.datastructures import State
 from litestar.di import NamedDependency
 
 from sandlot.services.accounts import AccountService, Principal
+from sandlot.services.environments import EnvironmentService
+from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
+from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
 
 __all__ = ["PrincipalDep", "Services", "ServicesDep", "provide_principal", "provide_services"]
@@ -23,6 +26,9 @@ class Services:
     settings: Settings
     accounts: AccountService
     sandboxes: SandboxService
+    environments: EnvironmentService
+    pools: PoolService
+    sessions: SessionService
 
 
 def provide_services(state: State) -> Services:

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandlot.runtime.base import ExecResult
-from sandlot.store.tables import Sandbox, SandboxEvent
+from sandlot.runtime.output import decode_output
+from sandlot.store.tables import Activity, Environment, Sandbox, SandboxEvent, Session
 
 __all__ = [
+    "ActivityOut",
+    "EnvironmentCreate",
+    "EnvironmentOut",
+    "EnvironmentUpdate",
     "ExecIn",
     "ExecOut",
     "FileWritten",
     "SandboxCreate",
     "SandboxEventOut",
     "SandboxOut",
+    "SessionCreate",
+    "SessionOut",
 ]
 
 
@@ -108,17 +115,9 @@ class ExecOut(BaseModel):
 
     @classmethod
     def of(cls, res: ExecResult) -> ExecOut:
-        try:
-            out, err, enc = res.stdout.decode(), res.stderr.decode(), "utf-8"
-        except UnicodeDecodeError:
-            out = base64.b64encode(res.stdout).decode()
-            err = base64.b64encode(res.stderr).decode()
-            enc = "base64"
         return cls(
             exit_code=res.exit_code,
-            stdout=out,
-            stderr=err,
-            encoding=enc,  # type: ignore[arg-type]
+            **decode_output(res.stdout, res.stderr),  # type: ignore[arg-type]
             duration_ms=round(res.duration_ms, 3),
             timed_out=res.timed_out,
             truncated=res.truncated,
@@ -129,3 +128,116 @@ class ExecOut(BaseModel):
 class FileWritten(BaseModel):
     path: str
     size: int
+
+
+PoolSize = int | list[int] | dict[str, list[int]]
+
+
+class EnvironmentFields(_In):
+    """Fields of an environment; on create, unset ones take these defaults."""
+
+    images: Annotated[list[Annotated[str, Field(max_length=300)]], Field(min_length=1, max_length=64)]
+    features: dict[str, dict[str, Any] | None] = Field(default_factory=dict, max_length=64)
+    pool_size: PoolSize = 0
+    memory_mb: Annotated[int, Field(ge=16, le=1 << 20)] = 512
+    cpus: Annotated[float, Field(gt=0, le=256)] = 1.0
+    pids: Annotated[int, Field(ge=8, le=1 << 20)] = 256
+    disk_mb: Annotated[int | None, Field(ge=1)] = None
+    network: bool = False
+    env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(default_factory=dict, max_length=256)
+    session_ttl_seconds: Annotated[int | None, Field(ge=1)] = 3600
+    idle_timeout_seconds: Annotated[int | None, Field(ge=1)] = 600
+    outage_grace_period_seconds: Annotated[float, Field(ge=0)] = 60.0
+    housekeeping_interval_seconds: Annotated[float, Field(gt=0, le=3600)] = 10.0
+
+
+class EnvironmentCreate(EnvironmentFields):
+    name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+
+
+class EnvironmentUpdate(_In):
+    """Only the fields given change."""
+
+    images: Annotated[list[str] | None, Field(min_length=1, max_length=64)] = None
+    features: dict[str, dict[str, Any] | None] | None = None
+    pool_size: PoolSize | None = None
+    memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
+    cpus: Annotated[float | None, Field(gt=0, le=256)] = None
+    pids: Annotated[int | None, Field(ge=8, le=1 << 20)] = None
+    disk_mb: Annotated[int | None, Field(ge=1)] = None
+    network: bool | None = None
+    env: dict[str, str] | None = None
+    session_ttl_seconds: Annotated[int | None, Field(ge=1)] = None
+    idle_timeout_seconds: Annotated[int | None, Field(ge=1)] = None
+    outage_grace_period_seconds: Annotated[float | None, Field(ge=0)] = None
+    housekeeping_interval_seconds: Annotated[float | None, Field(gt=0, le=3600)] = None
+
+
+class EnvironmentOut(EnvironmentFields):
+    id: str
+    tenant_id: str
+    name: str
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Environment) -> EnvironmentOut:
+        return cls.model_validate(row, from_attributes=True)
+
+
+class ManifestEntry(_In):
+    path: Annotated[str, Field(min_length=1, max_length=4096)]
+    content: Annotated[str, Field(max_length=16 << 20)]
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+
+    def data(self) -> bytes:
+        if self.encoding == "base64":
+            return base64.b64decode(self.content, validate=True)
+        return self.content.encode()
+
+
+class SessionCreate(_In):
+    environment: Annotated[str, Field(min_length=1, max_length=100)]
+    image: Annotated[str | None, Field(max_length=300)] = None
+    feature: Annotated[str | None, Field(max_length=100)] = None
+    session_id: Annotated[str | None, Field(max_length=64)] = None
+    manifest: Annotated[list[ManifestEntry], Field(max_length=1000)] = Field(default_factory=list)
+
+
+class SessionOut(BaseModel):
+    id: str
+    tenant_id: str
+    environment_id: str
+    sandbox_id: str | None
+    image: str
+    status: str
+    end_reason: str
+    state: dict[str, Any]
+    created_at: datetime
+    last_activity_at: datetime
+    expires_at: datetime | None
+    ended_at: datetime | None
+    warm: bool | None = None
+
+    @classmethod
+    def of(cls, row: Session, warm: bool | None = None) -> SessionOut:
+        out = cls.model_validate(row, from_attributes=True)
+        out.warm = warm
+        return out
+
+
+class ActivityOut(BaseModel):
+    id: int | None
+    session_id: str | None
+    sandbox_id: str | None
+    feature: str
+    name: str
+    args_summary: str
+    duration_ms: float
+    error: str | None
+    error_code: str | None
+    started_at: datetime
+
+    @classmethod
+    def of(cls, row: Activity) -> ActivityOut:
+        return cls.model_validate(row, from_attributes=True)

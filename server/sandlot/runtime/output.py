@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CappedBuffer"]
+__all__ = ["CappedBuffer", "decode_output"]
 
 
 class CappedBuffer:
@@ -33,3 +33,17 @@ class CappedBuffer:
 
     def getvalue(self) -> bytes:
         return b"".join(self._chunks)
+
+
+def decode_output(stdout: bytes, stderr: bytes) -> dict[str, str]:
+    """JSON-ready output: UTF-8 text, or base64 for both streams when either is not UTF-8."""
+    import base64
+
+    try:
+        return {"stdout": stdout.decode(), "stderr": stderr.decode(), "encoding": "utf-8"}
+    except UnicodeDecodeError:
+        return {
+            "stdout": base64.b64encode(stdout).decode(),
+            "stderr": base64.b64encode(stderr).decode(),
+            "encoding": "base64",
+        }

@@ -59,8 +59,13 @@ class CreatedKey:
 class AccountService:
     """Creates tenants and keys, and turns a presented key into a :class:`Principal`."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        reads: async_sessionmaker[AsyncSession] | None = None,
+    ) -> None:
         self._sessions = sessions
+        self._reads = reads or sessions
 
     async def create_tenant(
         self,
@@ -138,7 +143,7 @@ class AccountService:
             raise NotAuthenticated("expected Authorization: Bearer <key>")
         token = token.strip()
         prefix = split_key(token)
-        async with self._sessions() as session:
+        async with self._reads() as session:
             key = await ApiKeyRepository(session).by_prefix(prefix)
         if key is None or not keys_match(token, key.digest):
             raise NotAuthenticated("unknown API key")

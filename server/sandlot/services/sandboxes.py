@@ -20,6 +20,7 @@ from sandlot.domain.errors import (
     Conflict,
     ImageNotFound,
     InvalidInput,
+    NoCapacity,
     NotPermitted,
     QuotaExceeded,
     SandboxStateError,
@@ -38,7 +39,7 @@ from sandlot.runtime.base import (
 )
 from sandlot.services.accounts import Principal
 from sandlot.settings import Settings
-from sandlot.store.repositories import SandboxRepository
+from sandlot.store.repositories import ACTIVE, PoolRepository, SandboxRepository
 from sandlot.store.tables import Sandbox, SandboxEvent, Tenant
 from sandlot.store.types import utcnow
 
@@ -47,7 +48,7 @@ __all__ = ["NewSandbox", "SandboxService"]
 log = logging.getLogger(__name__)
 
 S = SandboxStatus
-_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$")
+IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _USABLE = (S.READY.value, S.ACQUIRED.value, S.IN_SESSION.value)
 
@@ -121,7 +122,7 @@ class SandboxService:
     def _resolve(self, ask: NewSandbox) -> tuple[str, Limits, int | None]:
         s = self._settings
         image = ask.image or s.default_image
-        if not _IMAGE_RE.match(image):
+        if not IMAGE_RE.match(image):
             raise InvalidInput(f"invalid image reference {image!r}", field="image")
         validate_env(ask.env)
         limits = Limits(
@@ -137,7 +138,26 @@ class SandboxService:
     async def create(self, principal: Principal, ask: NewSandbox) -> Sandbox:
         principal.require(Scope.SANDBOXES_WRITE)
         image, limits, ttl = self._resolve(ask)
-        tenant_id = principal.tenant_id
+        return await self.provision(principal.tenant_id, image, limits, ttl, ask)
+
+    async def provision(
+        self,
+        tenant_id: str,
+        image: str,
+        limits: Limits,
+        ttl: int | None,
+        ask: NewSandbox,
+        *,
+        environment_id: str | None = None,
+        extra_labels: Mapping[str, str] | None = None,
+        pool_max: tuple[str, int] | None = None,
+    ) -> Sandbox:
+        """Create a sandbox row within the tenant's quota, start its container, and bring it
+        to ready. Used for direct sandboxes and for pool members alike.
+
+        ``pool_max`` = (environment id, max): refuse with ``NoCapacity`` when that pool already
+        has ``max`` live sandboxes of this image; checked under the tenant row lock so two
+        processes cannot both pass it."""
         if not await self.runtime.image_exists(image):
             raise ImageNotFound(f"image {image!r} is not available on this runtime", image=image)
         async with self._sessions.begin() as session:
@@ -151,6 +171,13 @@ class SandboxService:
                 raise QuotaExceeded(f"memory quota is {tenant.max_memory_mb} MB; {memory} MB in use")
             if cpus + limits.cpus > tenant.max_cpus + 1e-9:
                 raise QuotaExceeded(f"cpu quota is {tenant.max_cpus}; {cpus:g} in use")
+            if pool_max is not None:
+                env_id, most = pool_max
+                counts = await PoolRepository(session).counts(env_id)
+                if sum(n for (img, _), n in counts.items() if img == image) >= most:
+                    raise NoCapacity(
+                        f"the {image!r} pool is full ({most} sandboxes); retry shortly", retry_after=2
+                    )
             now = utcnow()
             row = Sandbox(
                 tenant_id=tenant_id,
@@ -164,9 +191,11 @@ class SandboxService:
                 env=dict(ask.env),
                 ttl_seconds=ttl,
                 expires_at=now + timedelta(seconds=ttl) if ttl else None,
+                environment_id=environment_id,
             )
             await SandboxRepository(session, tenant_id).add(row, "requested")
-        await self._move(row.id, S.SETTING_UP, "starting container")
+        await self.move(row.id, S.SETTING_UP, "starting container")
+        labels = {LABEL_TENANT: tenant_id, LABEL_SANDBOX: row.id, **(extra_labels or {})}
         spec = SandboxSpec(
             sandbox_id=row.id,
             tenant_id=tenant_id,
@@ -176,14 +205,14 @@ class SandboxService:
             network=ask.network,
             read_only_root=ask.read_only_root,
             workspace=row.workspace,
-            labels={LABEL_TENANT: tenant_id, LABEL_SANDBOX: row.id},
+            labels=labels,
         )
         try:
             ref = await self.runtime.create(spec)
         except BaseException as exc:
-            await self._move(row.id, S.OFFLINE, f"start failed: {exc}"[:500])
+            await self.move(row.id, S.OFFLINE, f"start failed: {exc}"[:500])
             raise
-        return await self._move(row.id, S.READY, "container started", runtime_ref=ref)
+        return await self.move(row.id, S.READY, "container started", runtime_ref=ref)
 
     async def _lock_tenant(self, session: AsyncSession, tenant_id: str) -> Tenant:
         """Lock the tenant row so concurrent creates cannot both pass the quota check."""
@@ -191,14 +220,22 @@ class SandboxService:
         tenant = (await session.scalars(query)).one()
         return tenant
 
-    async def _move(
-        self, sandbox_id: str, target: SandboxStatus, reason: str, *, runtime_ref: str | None = None
+    async def move(
+        self,
+        sandbox_id: str,
+        target: SandboxStatus,
+        reason: str,
+        *,
+        runtime_ref: str | None = None,
+        session_id: str | object | None = ...,
     ) -> Sandbox:
         async with self._sessions.begin() as session:
             repo = SandboxRepository(session, None)
             row = await repo.get(sandbox_id, lock=True)
             if runtime_ref is not None:
                 row.runtime_ref = runtime_ref
+            if session_id is not ...:
+                row.session_id = session_id  # type: ignore[assignment]
             await repo.move(row, target, reason)
             return row
 
@@ -215,7 +252,7 @@ class SandboxService:
         """A sandbox whose container failed is shut down so it is never handed out again."""
         log.warning("sandbox %s is broken (%s); shutting it down", row.id, exc)
         try:
-            await self._shutdown(row.id, f"broken: {exc}"[:500])
+            await self.shutdown(row.id, f"broken: {exc}"[:500])
         except Exception:  # the original error matters more to the caller
             log.exception("could not shut down broken sandbox %s", row.id)
 
@@ -259,9 +296,9 @@ class SandboxService:
     async def delete(self, principal: Principal, sandbox_id: str) -> None:
         principal.require(Scope.SANDBOXES_WRITE)
         await self.get(principal, sandbox_id)  # 404 for other tenants' ids
-        await self._shutdown(sandbox_id, "deleted by client")
+        await self.shutdown(sandbox_id, "deleted by client")
 
-    async def _shutdown(self, sandbox_id: str, reason: str) -> None:
+    async def shutdown(self, sandbox_id: str, reason: str) -> None:
         """Take a sandbox to offline, removing its container. Idempotent."""
         async with self._sessions.begin() as session:
             repo = SandboxRepository(session, None)
@@ -273,7 +310,13 @@ class SandboxService:
             ref = row.runtime_ref
         if ref is not None:
             await self.runtime.remove(ref)
-        await self._move(sandbox_id, S.OFFLINE, reason)
+        await self.move(sandbox_id, S.OFFLINE, reason)
+
+    async def list_pool_members(self) -> Sequence[Sandbox]:
+        """Live sandboxes that belong to an environment's pool (any tenant)."""
+        async with self._sessions() as session:
+            rows = await SandboxRepository(session, None).list(statuses=ACTIVE, limit=1_000_000)
+        return [r for r in rows if r.environment_id is not None]
 
     async def reap_expired(self) -> int:
         """Shut down every sandbox past its ttl; returns how many. One failure skips one item."""
@@ -282,7 +325,7 @@ class SandboxService:
         done = 0
         for row in expired:
             try:
-                await self._shutdown(row.id, "ttl expired")
+                await self.shutdown(row.id, "ttl expired")
                 done += 1
             except Exception:
                 log.exception("could not reap sandbox %s", row.id)

@@ -10,17 +10,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func
+from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
 from sandlot.domain.errors import Conflict, NotFound
 from sandlot.domain.status import SandboxStatus, transition
-from sandlot.store.tables import ApiKey, Sandbox, SandboxEvent, Tenant
+from sandlot.store.tables import (
+    Activity,
+    ApiKey,
+    Environment,
+    Sandbox,
+    SandboxEvent,
+    Session,
+    Tenant,
+)
 from sandlot.store.types import utcnow
 
-__all__ = ["ApiKeyRepository", "SandboxRepository", "TenantRepository"]
+__all__ = [
+    "ActivityRepository",
+    "ApiKeyRepository",
+    "EnvironmentRepository",
+    "PoolRepository",
+    "SandboxRepository",
+    "SessionRepository",
+    "TenantRepository",
+]
 
 ACTIVE = tuple(s.value for s in SandboxStatus if s not in (SandboxStatus.OFFLINE,))
 
@@ -170,4 +186,165 @@ class SandboxRepository:
         await self.get(sandbox_id)
         query = select(SandboxEvent).where(col(SandboxEvent.sandbox_id) == sandbox_id)
         query = query.order_by(col(SandboxEvent.id))
+        return (await self.session.scalars(query)).all()
+
+
+class EnvironmentRepository:
+    """Environments of one tenant (``tenant_id=None``: all, for background loops)."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str | None) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def _scoped(self) -> SelectOfScalar[Environment]:
+        query = select(Environment)
+        if self.tenant_id is not None:
+            query = query.where(col(Environment.tenant_id) == self.tenant_id)
+        return query
+
+    async def add(self, env: Environment) -> Environment:
+        if await self.by_name(env.name) is not None:
+            raise Conflict(f"an environment named {env.name!r} exists", name=env.name)
+        self.session.add(env)
+        await self.session.flush()
+        return env
+
+    async def by_name(self, name: str) -> Environment | None:
+        query = self._scoped().where(col(Environment.name) == name)
+        return (await self.session.scalars(query)).first()
+
+    async def get(self, id_or_name: str) -> Environment:
+        query = self._scoped().where(col(Environment.id) == id_or_name)
+        found = (await self.session.scalars(query)).first() or await self.by_name(id_or_name)
+        if found is None:
+            raise NotFound(f"no environment {id_or_name!r}")
+        return found
+
+    async def list(self) -> Sequence[Environment]:
+        return (await self.session.scalars(self._scoped().order_by(col(Environment.name)))).all()
+
+    async def delete(self, env: Environment) -> None:
+        await self.session.delete(env)
+        await self.session.flush()
+
+
+class PoolRepository:
+    """Pool queries across tenants (pool sandboxes carry their environment id)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def counts(self, environment_id: str) -> dict[tuple[str, str], int]:
+        """(image, status) -> number of live sandboxes of an environment."""
+        query = (
+            select(col(Sandbox.image), col(Sandbox.status), func.count())
+            .where(col(Sandbox.environment_id) == environment_id)
+            .where(col(Sandbox.status) != SandboxStatus.OFFLINE.value)
+            .group_by(col(Sandbox.image), col(Sandbox.status))
+        )
+        rows = (await self.session.execute(query)).all()
+        return {(image, status): int(n) for image, status, n in rows}
+
+    async def claim_ready(self, environment_id: str, image: str, session_id: str) -> Sandbox | None:
+        """Atomically take one ready sandbox: a row lock that skips rows others hold
+        (PostgreSQL), then a compare-and-set on the status (every database)."""
+        for _ in range(5):
+            query = (
+                select(Sandbox)
+                .where(col(Sandbox.environment_id) == environment_id)
+                .where(col(Sandbox.image) == image)
+                .where(col(Sandbox.status) == SandboxStatus.READY.value)
+                .order_by(col(Sandbox.created_at))
+                .limit(1)
+                .with_for_update(skip_locked=True)
+            )
+            row = (await self.session.scalars(query)).first()
+            if row is None:
+                return None
+            changed = await self.session.execute(
+                update(Sandbox)
+                .where(col(Sandbox.id) == row.id)
+                .where(col(Sandbox.status) == SandboxStatus.READY.value)
+                .values(status=SandboxStatus.ACQUIRED.value, session_id=session_id, updated_at=utcnow())
+                .execution_options(synchronize_session=False)
+            )
+            if changed.rowcount == 1:  # type: ignore[attr-defined]
+                self.session.add(
+                    SandboxEvent(
+                        sandbox_id=row.id,
+                        tenant_id=row.tenant_id,
+                        from_status=SandboxStatus.READY.value,
+                        to_status=SandboxStatus.ACQUIRED.value,
+                        reason=f"acquired by session {session_id}",
+                    )
+                )
+                await self.session.flush()
+                await self.session.refresh(row)
+                return row
+        return None
+
+    async def live(self, environment_id: str) -> Sequence[Sandbox]:
+        query = (
+            select(Sandbox)
+            .where(col(Sandbox.environment_id) == environment_id)
+            .where(col(Sandbox.status).in_(ACTIVE))
+        )
+        return (await self.session.scalars(query)).all()
+
+
+class SessionRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str | None) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def _scoped(self) -> SelectOfScalar[Session]:
+        query = select(Session)
+        if self.tenant_id is not None:
+            query = query.where(col(Session.tenant_id) == self.tenant_id)
+        return query
+
+    async def add(self, row: Session) -> Session:
+        if await self.session.get(Session, row.id) is not None:
+            raise Conflict(f"session {row.id!r} exists", session_id=row.id)
+        self.session.add(row)
+        await self.session.flush()
+        return row
+
+    async def get(self, session_id: str, *, lock: bool = False) -> Session:
+        query = self._scoped().where(col(Session.id) == session_id)
+        if lock:
+            query = query.with_for_update()
+        found = (await self.session.scalars(query)).first()
+        if found is None:
+            raise NotFound(f"no session {session_id!r}", session_id=session_id)
+        return found
+
+    async def list(
+        self, *, statuses: Sequence[str] | None = None, limit: int = 100, offset: int = 0
+    ) -> Sequence[Session]:
+        query = self._scoped().order_by(col(Session.created_at).desc())
+        if statuses:
+            query = query.where(col(Session.status).in_(statuses))
+        return (await self.session.scalars(query.limit(limit).offset(offset))).all()
+
+    async def due(self, now: datetime, statuses: Sequence[str]) -> Sequence[Session]:
+        """Sessions past their ttl, or candidates for the idle check (callers compare)."""
+        query = self._scoped().where(col(Session.status).in_(statuses))
+        return (await self.session.scalars(query)).all()
+
+
+class ActivityRepository:
+    def __init__(self, session: AsyncSession, tenant_id: str | None) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    async def add(self, row: Activity) -> None:
+        self.session.add(row)
+        await self.session.flush()
+
+    async def for_session(self, session_id: str, *, limit: int, offset: int) -> Sequence[Activity]:
+        query = select(Activity).where(col(Activity.session_id) == session_id)
+        if self.tenant_id is not None:
+            query = query.where(col(Activity.tenant_id) == self.tenant_id)
+        query = query.order_by(col(Activity.id)).limit(limit).offset(offset)
         return (await self.session.scalars(query)).all()

@@ -135,7 +135,7 @@ class Session(SQLModel, table=True):
 
     id: str = Field(primary_key=True, max_length=64)
     tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
-    environment_id: str = Field(foreign_key="environments.id", index=True, max_length=32)
+    environment_id: str = Field(index=True, max_length=32)
     sandbox_id: str | None = Field(default=None, max_length=32)
     image: str = Field(max_length=300)
     status: str = Field(index=True, max_length=20)

@@ -1,0 +1,84 @@
+"""``/v1/sessions``: start, inspect and end sessions; call feature activities."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, delete, get, post
+from litestar.params import FromPath, JSONBody, QueryParameter
+
+from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.schemas import ActivityOut, SessionCreate, SessionOut
+from sandlot.services.sessions import ManifestFile
+
+__all__ = ["SessionController"]
+
+
+class SessionController(Controller):
+    path = "/v1/sessions"
+    tags = ["sessions"]
+
+    @post("/", status_code=201, summary="Start a session on a sandbox from an environment")
+    async def start(
+        self, data: JSONBody[SessionCreate], services: ServicesDep, principal: PrincipalDep
+    ) -> SessionOut:
+        manifest = [ManifestFile(m.path, m.data()) for m in data.manifest]
+        row, warm = await services.sessions.start(
+            principal,
+            data.environment,
+            image=data.image,
+            feature=data.feature,
+            session_id=data.session_id,
+            manifest=manifest,
+        )
+        return SessionOut.of(row, warm)
+
+    @get("/", summary="List sessions")
+    async def list_sessions(
+        self,
+        services: ServicesDep,
+        principal: PrincipalDep,
+        status: Annotated[list[str] | None, QueryParameter()] = None,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+    ) -> list[SessionOut]:
+        rows = await services.sessions.list(principal, statuses=status, limit=limit, offset=offset)
+        return [SessionOut.of(r) for r in rows]
+
+    @get("/{session_id:str}", summary="Get a session")
+    async def get_session(
+        self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> SessionOut:
+        return SessionOut.of(await services.sessions.get(principal, session_id))
+
+    @delete("/{session_id:str}", summary="End a session (its sandbox returns to the pool)")
+    async def end(self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
+        await services.sessions.end(principal, session_id)
+
+    @post(
+        "/{session_id:str}/features/{feature:str}/{activity:str}",
+        status_code=200,
+        summary="Call a feature activity with JSON arguments",
+    )
+    async def call(
+        self,
+        session_id: FromPath[str],
+        feature: FromPath[str],
+        activity: FromPath[str],
+        data: JSONBody[dict[str, Any]],
+        services: ServicesDep,
+        principal: PrincipalDep,
+    ) -> Any:
+        return await services.sessions.call(principal, session_id, feature, activity, data)
+
+    @get("/{session_id:str}/activities", summary="Activity records of a session")
+    async def activities(
+        self,
+        session_id: FromPath[str],
+        services: ServicesDep,
+        principal: PrincipalDep,
+        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
+        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+    ) -> list[ActivityOut]:
+        rows = await services.sessions.activities(principal, session_id, limit=limit, offset=offset)
+        return [ActivityOut.of(r) for r in rows]

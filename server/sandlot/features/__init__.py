@@ -1,0 +1,1 @@
+"""Features and their activities: the base class, the built-ins and the registry."""

@@ -1,0 +1,131 @@
+"""Features: named capabilities bound to sandboxes, and their activities.
+
+A feature is either sandbox-based (it applies to sandboxes whose image matches
+``applicable_images``, a regex) or runs in the service itself. Its lifecycle hooks are
+``setup``/``teardown`` (per sandbox), ``setup_session``/``teardown_session`` (per session) and
+``housekeep`` (periodic, per sandbox). Methods marked with :func:`activity` are callable through
+``POST /v1/sessions/{id}/features/{feature}/{activity}``; each call is an *activity*: timed,
+recorded, and (with issue #5) traced.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from sandlot.domain.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from sandlot.runtime.base import SandboxRuntime
+    from sandlot.services.shell import ShellManager
+    from sandlot.settings import Settings
+
+__all__ = ["ActivityArgs", "ActivitySpec", "Feature", "SandboxContext", "SessionContext", "activity"]
+
+A = TypeVar("A", bound="ActivityArgs")
+
+
+class ActivityArgs(BaseModel):
+    """Base of every activity's argument model (unknown fields are refused)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxContext:
+    """What a feature hook may touch: one sandbox."""
+
+    sandbox_id: str
+    ref: str
+    image: str
+    workspace: str
+    runtime: SandboxRuntime
+    settings: Settings
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContext(SandboxContext):
+    """A sandbox during one session; ``shells`` gives the session's persistent shell."""
+
+    session_id: str = ""
+    tenant_id: str = ""
+    shells: ShellManager | None = None
+
+    def shell(self) -> Any:
+        assert self.shells is not None
+        return self.shells.get(self.session_id, self.ref)
+
+
+@dataclass(frozen=True, slots=True)
+class ActivitySpec:
+    name: str
+    args: type[ActivityArgs]
+    method: Callable[[Any, SessionContext, Any], Awaitable[Any]]
+    summary: str
+
+
+def activity(
+    args: type[A],
+) -> Callable[
+    [Callable[[Any, SessionContext, A], Awaitable[Any]]],
+    Callable[[Any, SessionContext, A], Awaitable[Any]],
+]:
+    """Mark a feature method as an activity taking ``args`` (a pydantic model)."""
+
+    def mark(fn: Callable[[Any, SessionContext, A], Awaitable[Any]]) -> Any:
+        fn.__sandlot_activity__ = args  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+class Feature:
+    """Base class of every feature. Subclasses set ``name`` and define activities."""
+
+    name: ClassVar[str] = ""
+    sandbox_based: ClassVar[bool] = True
+    description: ClassVar[str] = ""
+
+    def __init__(self, applicable_images: str = ".*", **config: Any) -> None:
+        try:
+            self._pattern = re.compile(applicable_images)
+        except re.error as exc:
+            raise InvalidInput(
+                f"feature {self.name!r}: applicable_images {applicable_images!r} is not a regex",
+                field="features",
+            ) from exc
+        self.applicable_images = applicable_images
+        self.config = config
+
+    def applies_to(self, image: str) -> bool:
+        return not self.sandbox_based or self._pattern.fullmatch(image) is not None
+
+    @classmethod
+    def activities(cls) -> dict[str, ActivitySpec]:
+        found: dict[str, ActivitySpec] = {}
+        for attr in dir(cls):
+            fn = getattr(cls, attr, None)
+            args = getattr(fn, "__sandlot_activity__", None)
+            if args is not None and fn is not None:
+                doc = (fn.__doc__ or "").strip().splitlines()
+                found[attr] = ActivitySpec(attr, args, fn, doc[0] if doc else "")
+        return found
+
+    async def setup(self, ctx: SandboxContext) -> None:
+        """A sandbox this feature applies to was set up."""
+
+    async def teardown(self, ctx: SandboxContext) -> None:
+        """A sandbox this feature applies to is shutting down."""
+
+    async def setup_session(self, ctx: SessionContext) -> None:
+        """A session starts on a sandbox this feature applies to."""
+
+    async def teardown_session(self, ctx: SessionContext) -> None:
+        """A session ends; release per-session resources."""
+
+    async def housekeep(self, ctx: SandboxContext) -> None:
+        """Periodic check; raise :class:`SandboxStateError` if the sandbox is unusable."""

@@ -1,0 +1,203 @@
+"""Per-image warm pools.
+
+Acquiring takes a ready sandbox with a row lock that skips rows other processes hold plus a
+compare-and-set on its status, so two API processes never hand out the same sandbox. With no
+ready sandbox, one is created on demand if the image's pool has room (``max``), else the caller
+gets ``NoCapacity`` (503 + Retry-After). Housekeeping, run by one process at a time, replaces dead
+sandboxes, tops each pool up to ``min`` and trims it back to ``max``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import timedelta
+
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from sandlot.domain.errors import (
+    EnvironmentOutageError,
+    RuntimeUnavailable,
+    SandboxStateError,
+)
+from sandlot.domain.pools import NO_POOL, PoolBounds, bounds_for, refill_count
+from sandlot.domain.status import SandboxStatus
+from sandlot.runtime.base import Limits
+from sandlot.services.environments import EnvironmentService
+from sandlot.services.sandboxes import NewSandbox, SandboxService
+from sandlot.store.leader import leader
+from sandlot.store.repositories import EnvironmentRepository, PoolRepository
+from sandlot.store.tables import Environment, Sandbox
+from sandlot.store.types import utcnow
+
+__all__ = ["PoolService"]
+
+log = logging.getLogger(__name__)
+
+S = SandboxStatus
+_STARTING = (S.CREATED.value, S.SETTING_UP.value)
+LABEL_ENVIRONMENT = "dev.sandlot.environment"
+
+
+class PoolService:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        sessions: async_sessionmaker[AsyncSession],
+        sandboxes: SandboxService,
+        environments: EnvironmentService,
+    ) -> None:
+        self._engine = engine
+        self._sessions = sessions
+        self._sandboxes = sandboxes
+        self._environments = environments
+        self._last_housekeeping: dict[str, float] = {}
+
+    @staticmethod
+    def bounds(env: Environment, image: str) -> PoolBounds:
+        return bounds_for(env.pool_size, image)
+
+    async def _provision(self, env: Environment, image: str, reason: str) -> Sandbox:
+        """Start one sandbox for ``env``; track the environment's health for outages."""
+        ask = NewSandbox(image=image, env=env.env, network=env.network)
+        limits = Limits(memory_mb=env.memory_mb, cpus=env.cpus, pids=env.pids)
+        bounds = self.bounds(env, image)
+        try:
+            row = await self._sandboxes.provision(
+                env.tenant_id,
+                image,
+                limits,
+                None,
+                ask,
+                environment_id=env.id,
+                extra_labels={LABEL_ENVIRONMENT: env.id},
+                pool_max=(env.id, bounds.max) if bounds.pooled else None,
+            )
+        except (SandboxStateError, RuntimeUnavailable) as exc:
+            await self._mark_unhealthy(env, exc)
+            raise
+        if env.unhealthy_since is not None:
+            await self._set_unhealthy_since(env.id, None)
+            env.unhealthy_since = None
+        log.info("started %s sandbox %s for %s (%s)", image, row.id, env.name, reason)
+        return row
+
+    async def _set_unhealthy_since(self, env_id: str, value: object) -> None:
+        async with self._sessions.begin() as session:
+            row = await EnvironmentRepository(session, None).get(env_id)
+            row.unhealthy_since = value  # type: ignore[assignment]
+
+    async def _mark_unhealthy(self, env: Environment, exc: Exception) -> None:
+        now = utcnow()
+        if env.unhealthy_since is None:
+            env.unhealthy_since = now
+            await self._set_unhealthy_since(env.id, now)
+            return
+        if now - env.unhealthy_since > timedelta(seconds=env.outage_grace_period_seconds):
+            raise EnvironmentOutageError(
+                f"environment {env.name!r} has had no healthy sandbox since "
+                f"{env.unhealthy_since.isoformat()}: {exc}",
+                environment=env.name,
+            ) from exc
+
+    async def acquire(self, env: Environment, image: str, session_id: str) -> tuple[Sandbox, bool]:
+        """Take a sandbox for a session; returns it (status ``acquired``) and whether it was
+        warm (from the pool) rather than created for this call."""
+        async with self._sessions.begin() as session:
+            row = await PoolRepository(session).claim_ready(env.id, image, session_id)
+        if row is not None:
+            return row, True
+        bounds = self.bounds(env, image)
+        row = await self._provision(env, image, f"on demand for session {session_id}")
+        row = await self._sandboxes.move(
+            row.id, S.ACQUIRED, f"acquired by session {session_id}", session_id=session_id
+        )
+        if not bounds.pooled:
+            log.debug("environment %s has no pool for %s: created on demand", env.name, image)
+        return row, False
+
+    async def release(self, row: Sandbox, env: Environment | None, reason: str) -> None:
+        """After a session: reset the sandbox and return it to the pool, or shut it down."""
+        bounds = self.bounds(env, row.image) if env is not None else NO_POOL
+        if bounds.pooled and row.runtime_ref is not None:
+            try:
+                await self._sandboxes.runtime.reset(row.runtime_ref, row.workspace)
+                await self._sandboxes.move(row.id, S.READY, f"reset after {reason}", session_id=None)
+                return
+            except SandboxStateError as exc:
+                log.warning("sandbox %s failed its reset (%s); replacing it", row.id, exc)
+                await self._sandboxes.shutdown(row.id, f"reset failed: {exc}"[:500])
+                return
+        await self._sandboxes.shutdown(row.id, f"{reason} (not pooled)")
+
+    # -- housekeeping -------------------------------------------------------------------------
+
+    async def housekeep_all(self, *, force: bool = False) -> None:
+        """One round over every environment (only in the process that holds the lock)."""
+        async with leader(self._engine, "pools") as lead:
+            if not lead:
+                return
+            envs = await self._environments.all()
+            now = time.monotonic()
+            for env in envs:
+                last = self._last_housekeeping.get(env.id, 0.0)
+                if not force and now - last < env.housekeeping_interval_seconds:
+                    continue
+                self._last_housekeeping[env.id] = now
+                try:
+                    await self.housekeep(env)
+                except Exception:
+                    log.exception("housekeeping of environment %s failed", env.name)
+            await self._drain_orphans({e.id for e in envs})
+
+    async def _drain_orphans(self, env_ids: set[str]) -> None:
+        """Shut down idle pool sandboxes whose environment was deleted."""
+        rows = await self._sandboxes.list_pool_members()
+        for row in rows:
+            if row.environment_id not in env_ids and row.status == S.READY.value:
+                await self._sandboxes.shutdown(row.id, "environment deleted")
+
+    async def housekeep(self, env: Environment) -> None:
+        """Replace dead sandboxes, then top each image up to min and trim it to max."""
+        async with self._sessions() as session:
+            live = await PoolRepository(session).live(env.id)
+        for row in live:
+            if row.status not in (S.READY.value, S.IN_SESSION.value, S.ACQUIRED.value):
+                continue
+            if row.runtime_ref is None or not await self._sandboxes.runtime.is_running(row.runtime_ref):
+                await self._sandboxes.shutdown(row.id, "container died (housekeeping)")
+        async with self._sessions() as session:
+            counts = await PoolRepository(session).counts(env.id)
+        for image in env.images:
+            bounds = self.bounds(env, image)
+            ready = counts.get((image, S.READY.value), 0)
+            starting = sum(counts.get((image, s), 0) for s in _STARTING)
+            total = sum(n for (img, _), n in counts.items() if img == image)
+            missing = refill_count(bounds, ready, starting, total)
+            if missing:
+                results = await asyncio.gather(
+                    *(self._provision(env, image, "pool refill") for _ in range(missing)),
+                    return_exceptions=True,
+                )
+                for res in results:
+                    if isinstance(res, BaseException):
+                        log.warning("pool refill for %s/%s failed: %s", env.name, image, res)
+            excess = min(ready, total - bounds.max) if bounds.pooled else ready
+            if excess > 0:
+                await self._trim(env, image, excess)
+
+    async def _trim(self, env: Environment, image: str, count: int) -> None:
+        async with self._sessions() as session:
+            live = await PoolRepository(session).live(env.id)
+        idle = [r for r in live if r.image == image and r.status == S.READY.value][:count]
+        for row in idle:
+            await self._sandboxes.shutdown(row.id, "pool shrunk")
+
+    async def drain(self, env: Environment) -> None:
+        """Shut down every idle sandbox of an environment (before deleting it)."""
+        async with self._sessions() as session:
+            live = await PoolRepository(session).live(env.id)
+        for row in live:
+            if row.status == S.READY.value:
+                await self._sandboxes.shutdown(row.id, "environment deleted")

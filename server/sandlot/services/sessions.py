@@ -1,0 +1,340 @@
+"""Sessions: a user's turn on a sandbox from an environment's pool, and feature activities.
+
+Starting a session acquires a sandbox (warm from the pool, or created on demand), runs the
+applicable features' ``setup_session`` hooks and materialises the manifest into the workspace.
+Ending it runs ``teardown_session`` and hands the sandbox back to the pool after a reset (or
+shuts it down when the environment keeps no pool). A ``SandboxStateError`` during an activity
+shuts the sandbox down and ends the session; the next session gets a healthy replacement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from sandlot.domain.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    SandboxStateError,
+    SandlotError,
+)
+from sandlot.domain.keys import Scope
+from sandlot.domain.paths import resolve_workspace_path
+from sandlot.domain.status import SandboxStatus
+from sandlot.features.base import Feature, SessionContext
+from sandlot.features.registry import FeatureRegistry
+from sandlot.services.accounts import Principal
+from sandlot.services.activities import ActivityRecorder
+from sandlot.services.environments import EnvironmentService
+from sandlot.services.pools import PoolService
+from sandlot.services.sandboxes import SandboxService
+from sandlot.services.shell import ShellManager
+from sandlot.settings import Settings
+from sandlot.store.repositories import EnvironmentRepository, SessionRepository
+from sandlot.store.tables import Activity, Environment, Sandbox, Session, new_id
+from sandlot.store.types import utcnow
+
+__all__ = ["ACTIVE", "ENDED", "ManifestFile", "SessionService"]
+
+log = logging.getLogger(__name__)
+
+S = SandboxStatus
+ACTIVE = "active"
+ENDED = "ended"
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestFile:
+    """A file to place in the workspace when the session starts."""
+
+    path: str
+    content: bytes
+
+
+def _summary(args: Mapping[str, Any]) -> str:
+    text = json.dumps(args, default=str, sort_keys=True)
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+class SessionService:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        reads: async_sessionmaker[AsyncSession],
+        environments: EnvironmentService,
+        pools: PoolService,
+        sandboxes: SandboxService,
+        features: FeatureRegistry,
+        shells: ShellManager,
+        recorder: ActivityRecorder,
+        settings: Settings,
+    ) -> None:
+        self._sessions = sessions
+        self._reads = reads
+        self._environments = environments
+        self._pools = pools
+        self._sandboxes = sandboxes
+        self._features = features
+        self._shells = shells
+        self.recorder = recorder
+        self._settings = settings
+        self._feature_cache: dict[str, tuple[datetime, dict[str, Feature]]] = {}
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def features_of(self, env: Environment) -> dict[str, Feature]:
+        cached = self._feature_cache.get(env.id)
+        if cached is None or cached[0] != env.updated_at:
+            cached = (env.updated_at, self._features.build(env.features or {}))
+            self._feature_cache[env.id] = cached
+        return cached[1]
+
+    def _context(self, sess: Session, box: Sandbox) -> SessionContext:
+        assert box.runtime_ref is not None
+        return SessionContext(
+            sandbox_id=box.id,
+            ref=box.runtime_ref,
+            image=box.image,
+            workspace=box.workspace,
+            runtime=self._sandboxes.runtime,
+            settings=self._settings,
+            session_id=sess.id,
+            tenant_id=sess.tenant_id,
+            shells=self._shells,
+        )
+
+    def _pick_image(self, env: Environment, image: str | None, feature: str | None) -> str:
+        if image is not None:
+            if image not in env.images:
+                raise InvalidInput(
+                    f"image {image!r} is not one of environment {env.name!r}'s images", field="image"
+                )
+            return image
+        if feature is not None:
+            wanted = self.features_of(env).get(feature)
+            if wanted is None:
+                raise InvalidInput(f"environment {env.name!r} has no feature {feature!r}", field="feature")
+            for candidate in env.images:
+                if wanted.applies_to(candidate):
+                    return candidate
+            raise InvalidInput(f"no image of {env.name!r} supports feature {feature!r}", field="feature")
+        return env.images[0]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(
+        self,
+        principal: Principal,
+        environment: str,
+        *,
+        image: str | None = None,
+        feature: str | None = None,
+        session_id: str | None = None,
+        manifest: Sequence[ManifestFile] = (),
+    ) -> tuple[Session, bool]:
+        """Start a session; returns it and whether its sandbox came warm from the pool."""
+        principal.require(Scope.SANDBOXES_WRITE)
+        if session_id is not None and not _SESSION_ID_RE.match(session_id):
+            raise InvalidInput("session_id must be 1-64 of [A-Za-z0-9_.-]", field="session_id")
+        env = await self._environments.get(principal, environment)
+        chosen = self._pick_image(env, image, feature)
+        paths = [resolve_workspace_path("/workspace", f.path) for f in manifest]
+        sid = session_id or new_id("ses")
+        async with self._reads() as session:
+            if await session.get(Session, sid) is not None:
+                raise Conflict(f"session {sid!r} exists", session_id=sid)
+        box, warm = await self._pools.acquire(env, chosen, sid)
+        now = utcnow()
+        row = Session(
+            id=sid,
+            tenant_id=env.tenant_id,
+            environment_id=env.id,
+            sandbox_id=box.id,
+            image=chosen,
+            status=ACTIVE,
+            state={"environment": env.name, "image": chosen, "sandbox_id": box.id},
+            expires_at=now + timedelta(seconds=env.session_ttl_seconds) if env.session_ttl_seconds else None,
+        )
+        try:
+            async with self._sessions.begin() as session:
+                await SessionRepository(session, None).add(row)
+            box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sid} started")
+            ctx = self._context(row, box)
+            for feat in self.features_of(env).values():
+                if feat.sandbox_based and feat.applies_to(chosen):
+                    await feat.setup_session(ctx)
+            for path, item in zip(paths, manifest, strict=True):
+                await self._sandboxes.runtime.write_file(ctx.ref, path, item.content, box.workspace)
+        except BaseException as exc:
+            log.warning("session %s failed to start: %s", sid, exc)
+            await self._sandboxes.shutdown(box.id, f"session start failed: {exc}"[:500])
+            with contextlib.suppress(NotFound):
+                await self._finish(sid, f"start failed: {exc}"[:500])
+            raise
+        return row, warm
+
+    async def get(self, principal: Principal, session_id: str) -> Session:
+        principal.require(Scope.SANDBOXES_READ)
+        async with self._reads() as session:
+            return await SessionRepository(session, principal.visible_tenant).get(session_id)
+
+    async def list(
+        self, principal: Principal, *, statuses: Sequence[str] | None, limit: int, offset: int
+    ) -> Sequence[Session]:
+        principal.require(Scope.SANDBOXES_READ)
+        async with self._reads() as session:
+            repo = SessionRepository(session, principal.visible_tenant)
+            return await repo.list(statuses=statuses, limit=limit, offset=offset)
+
+    async def end(self, principal: Principal, session_id: str, reason: str = "ended by client") -> Session:
+        principal.require(Scope.SANDBOXES_WRITE)
+        await self.get(principal, session_id)
+        return await self._end(session_id, reason)
+
+    async def _finish(self, session_id: str, reason: str) -> Session | None:
+        """Mark the session ended; None if it already was."""
+        async with self._sessions.begin() as session:
+            row = await SessionRepository(session, None).get(session_id, lock=True)
+            if row.status == ENDED:
+                return None
+            row.status = ENDED
+            row.end_reason = reason
+            row.ended_at = utcnow()
+            return row
+
+    async def _end(self, session_id: str, reason: str) -> Session:
+        row = await self._finish(session_id, reason)
+        if row is None:
+            return await self._reload(session_id)
+        await self._shells.close(session_id)
+        if row.sandbox_id is None:
+            return row
+        async with self._reads() as session:
+            box = await session.get(Sandbox, row.sandbox_id)
+            env = await EnvironmentRepository(session, None).get(row.environment_id) if box else None
+        if box is None or box.status != S.IN_SESSION.value:
+            return row
+        try:
+            box = await self._sandboxes.move(box.id, S.EXITING_SESSION, f"session {session_id}: {reason}")
+            ctx = self._context(row, box)
+            for feat in self.features_of(env).values() if env else ():
+                if feat.sandbox_based and feat.applies_to(box.image):
+                    await feat.teardown_session(ctx)
+            await self._pools.release(box, env, f"session {session_id}")
+        except SandlotError as exc:
+            log.warning("ending session %s: %s; shutting its sandbox down", session_id, exc)
+            await self._sandboxes.shutdown(box.id, f"session end failed: {exc}"[:500])
+        return row
+
+    async def _reload(self, session_id: str) -> Session:
+        async with self._reads() as session:
+            return await SessionRepository(session, None).get(session_id)
+
+    async def expire(self) -> int:
+        """End sessions past their ttl or idle timeout; returns how many."""
+        await self.recorder.flush()
+        now = utcnow()
+        async with self._reads() as session:
+            active = await SessionRepository(session, None).list(statuses=[ACTIVE], limit=1_000_000)
+            envs = {e.id: e for e in await EnvironmentRepository(session, None).list()}
+        ended = 0
+        for row in active:
+            env = envs.get(row.environment_id)
+            reason = None
+            if row.expires_at is not None and row.expires_at <= now:
+                reason = "ttl expired"
+            elif (
+                env is not None
+                and env.idle_timeout_seconds
+                and row.last_activity_at + timedelta(seconds=env.idle_timeout_seconds) <= now
+            ):
+                reason = "idle timeout"
+            if reason is None:
+                continue
+            try:
+                await self._end(row.id, reason)
+                ended += 1
+            except Exception:
+                log.exception("could not end session %s", row.id)
+        return ended
+
+    # -- activities --------------------------------------------------------------------------
+
+    async def call(
+        self,
+        principal: Principal,
+        session_id: str,
+        feature_name: str,
+        activity_name: str,
+        args: Mapping[str, Any],
+    ) -> Any:
+        principal.require(Scope.SANDBOXES_WRITE)
+        async with self._reads() as session:
+            sess = await SessionRepository(session, principal.visible_tenant).get(session_id)
+            box = await session.get(Sandbox, sess.sandbox_id) if sess.sandbox_id else None
+            env = await EnvironmentRepository(session, None).get(sess.environment_id)
+        if sess.status != ACTIVE:
+            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+        if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
+            await self._end(session_id, "sandbox lost")
+            raise SandboxStateError(f"the sandbox of session {session_id} is gone; start a new session")
+        feature = self.features_of(env).get(feature_name)
+        if feature is None or not feature.applies_to(box.image):
+            raise NotFound(f"feature {feature_name!r} is not available in this session")
+        spec = feature.activities().get(activity_name)
+        if spec is None:
+            raise NotFound(f"feature {feature_name!r} has no activity {activity_name!r}")
+        try:
+            parsed = spec.args.model_validate(dict(args))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(p) for p in first["loc"]) or "args"
+            raise InvalidInput(f"{field}: {first['msg']}", field=field) from exc
+        record = Activity(
+            tenant_id=sess.tenant_id,
+            session_id=sess.id,
+            sandbox_id=box.id,
+            feature=feature_name,
+            name=activity_name,
+            args_summary=_summary(args),
+        )
+        started = time.perf_counter()
+        try:
+            return await spec.method(feature, self._context(sess, box), parsed)
+        except SandlotError as exc:
+            record.error, record.error_code = exc.message[:1000], exc.code
+            if isinstance(exc, SandboxStateError):
+                await self._sandbox_lost(sess, box, exc)
+            raise
+        except Exception as exc:
+            record.error, record.error_code = str(exc)[:1000], "internal_error"
+            raise
+        finally:
+            record.duration_ms = (time.perf_counter() - started) * 1000
+            self.recorder.record(record)
+
+    async def _sandbox_lost(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
+        log.warning("session %s lost its sandbox %s: %s", sess.id, box.id, exc)
+        await self._shells.close(sess.id)
+        await self._finish(sess.id, f"sandbox lost: {exc}"[:500])
+        await self._sandboxes.shutdown(box.id, f"broken during session {sess.id}: {exc}"[:500])
+
+    async def activities(
+        self, principal: Principal, session_id: str, *, limit: int, offset: int
+    ) -> Sequence[Activity]:
+        await self.get(principal, session_id)
+        return await self.recorder.for_session(
+            principal.visible_tenant, session_id, limit=limit, offset=offset
+        )
