@@ -26,6 +26,7 @@ def app_settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Setti
         instance=INSTANCE,
         data_dir=tmp_path_factory.mktemp("data"),
         reaper_interval=0.5,
+        pool_interval=0.3,
         max_file_bytes=16 << 20,
         max_request_bytes=64 << 10,
         exec_output_limit=8 << 20,

@@ -61,6 +61,8 @@ class SandboxOut(BaseModel):
     network: bool
     ttl_seconds: int | None
     expires_at: datetime | None
+    environment_id: str | None
+    session_id: str | None
     created_at: datetime
     updated_at: datetime
 

@@ -159,6 +159,13 @@ class DockerRuntime:
             raise SandboxStateError(f"could not start container: {exc.message}") from exc
         except OSError as exc:
             raise _unavailable(exc) from exc
+        try:  # readiness: the sandbox must be able to run our shell
+            probe = await self._run_quick(container.id, ["/bin/sh", "-c", "true"])
+            if probe.exit_code != 0:
+                raise SandboxStateError(f"readiness probe exited with {probe.exit_code}")
+        except (SandboxStateError, TimeoutError, aiodocker.DockerError) as exc:
+            await self.remove(container.id)
+            raise SandboxStateError(f"sandbox did not become ready: {exc}") from exc
         self._oom_seen[container.id] = 0
         return container.id
 

@@ -1,0 +1,229 @@
+"""Environments, warm pools and the session lifecycle on real Docker and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import secrets
+import tarfile
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import aiodocker
+import pytest
+
+from sandlot.services.images import ImageService
+from tests.conftest import BUSYBOX
+from tests.integration.conftest import Api
+
+FAST = {"housekeeping_interval_seconds": 0.2}
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            pytest.fail("condition not reached in time")
+        await asyncio.sleep(0.1)
+
+
+async def pool_members(api: Api, env_id: str, status: str = "ready") -> list[dict]:
+    rows = (await api.client.get("/v1/sandboxes", params={"status": status}, headers=api.h)).json()
+    return [r for r in rows if r["environment_id"] == env_id]
+
+
+async def docker_kill(api: Api, sandbox_id: str) -> None:
+    docker = aiodocker.Docker()
+    try:
+        for c in await docker.containers.list(filters={"label": [f"dev.sandlot.sandbox={sandbox_id}"]}):
+            await c.kill()
+    finally:
+        await docker.close()
+
+
+async def container_count(sandbox_id: str) -> int:
+    docker = aiodocker.Docker()
+    try:
+        return len(
+            await docker.containers.list(all=True, filters={"label": [f"dev.sandlot.sandbox={sandbox_id}"]})
+        )
+    finally:
+        await docker.close()
+
+
+# -- environments ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"pool_size": [3, 1]}, "pool_size"),
+        ({"pool_size": {"(": [1, 1]}}, "pool_size"),
+        ({"features": {"nope": {}}}, "features"),
+        ({"features": {"shell": {"applicable_images": "("}}}, "features"),
+        ({"images": []}, "images"),
+        ({"images": ["BAD IMAGE"]}, "images"),
+        ({"memory_mb": 1}, "memory_mb"),
+    ],
+)
+async def test_invalid_environments_are_422_naming_the_field(api: Api, fields: dict, field: str) -> None:
+    body = {"name": "bad", "images": [BUSYBOX], **fields}
+    resp = await api.client.post("/v1/environments", json=body, headers=api.h)
+    assert resp.status_code == 422, resp.text
+    assert field in resp.text
+
+
+async def test_environment_crud_is_tenant_scoped(api: Api, new_tenant) -> None:
+    env = await api.env(pool_size=0, memory_mb=256)
+    got = (await api.client.get(f"/v1/environments/{env['name']}", headers=api.h)).json()
+    assert got["id"] == env["id"] and got["memory_mb"] == 256
+    patched = await api.client.patch(f"/v1/environments/{env['id']}", json={"memory_mb": 128}, headers=api.h)
+    assert patched.json()["memory_mb"] == 128
+    dup = await api.client.post(
+        "/v1/environments", json={"name": env["name"], "images": [BUSYBOX]}, headers=api.h
+    )
+    assert dup.status_code == 409
+    other = await new_tenant()
+    assert (await api.client.get(f"/v1/environments/{env['id']}", headers=other)).status_code == 404
+    assert (await api.client.delete(f"/v1/environments/{env['id']}", headers=api.h)).status_code == 204
+    assert (await api.client.get(f"/v1/environments/{env['id']}", headers=api.h)).status_code == 404
+
+
+# -- pools -------------------------------------------------------------------------------
+
+
+async def test_pool_warms_to_min_and_replaces_a_dead_sandbox(api: Api) -> None:
+    env = await api.env(pool_size=[2, 3], **FAST)
+
+    async def two_ready() -> bool:
+        return len(await pool_members(api, env["id"])) == 2
+
+    await eventually(two_ready)
+    victim = (await pool_members(api, env["id"]))[0]["id"]
+    await docker_kill(api, victim)
+
+    async def replaced() -> bool:
+        ready = {r["id"] for r in await pool_members(api, env["id"])}
+        return victim not in ready and len(ready) == 2
+
+    await eventually(replaced)
+    dead = (await api.client.get(f"/v1/sandboxes/{victim}", headers=api.h)).json()
+    assert dead["status"] == "offline"
+    await api.client.delete(f"/v1/environments/{env['id']}", headers=api.h)
+
+
+async def test_a_warm_sandbox_is_reset_and_reused_between_sessions(api: Api) -> None:
+    env = await api.env(pool_size=[1, 1], **FAST)
+
+    async def one_ready() -> bool:
+        return len(await pool_members(api, env["id"])) == 1
+
+    await eventually(one_ready)
+    first = await api.session(env["name"])
+    assert first["warm"] is True
+    await api.sh(first["id"], "echo secret > /workspace/left.txt; (sleep 600 &); cd /tmp; export X=1")
+    await api.end(first["id"])
+    await eventually(one_ready)
+    second = await api.session(env["name"])
+    assert second["sandbox_id"] == first["sandbox_id"] and second["warm"] is True
+    res = await api.sh(second["id"], "ls -A /workspace; ps -o args | grep -c '[s]leep 600'; pwd; echo X=$X")
+    assert res["stdout"] == "0\n/workspace\nX=\n"
+    await api.end(second["id"])
+    await api.client.delete(f"/v1/environments/{env['id']}", headers=api.h)
+
+
+async def test_pool_size_zero_leaves_no_container_after_the_session(api: Api) -> None:
+    env = await api.env(pool_size=0)
+    session = await api.session(env["name"])
+    assert session["warm"] is False
+    assert (await api.sh(session["id"], "echo on-demand"))["stdout"] == "on-demand\n"
+    await api.end(session["id"])
+    assert await container_count(session["sandbox_id"]) == 0
+    box = (await api.client.get(f"/v1/sandboxes/{session['sandbox_id']}", headers=api.h)).json()
+    assert box["status"] == "offline"
+
+
+async def test_a_full_pool_answers_503_with_retry_after(api: Api) -> None:
+    env = await api.env(pool_size=[0, 1])
+    first = await api.session(env["name"])
+    resp = await api.client.post("/v1/sessions", json={"environment": env["name"]}, headers=api.h)
+    assert resp.status_code == 503, resp.text
+    assert resp.json()["code"] == "no_capacity" and resp.json()["retryable"] is True
+    assert int(resp.headers["retry-after"]) >= 1
+    await api.end(first["id"])
+
+
+# -- failures and timeouts -----------------------------------------------------------------
+
+
+async def test_a_killed_container_is_a_sandbox_state_error_then_a_replacement_serves(api: Api) -> None:
+    env = await api.env(pool_size=[1, 2], **FAST)
+    session = await api.session(env["name"])
+    await docker_kill(api, session["sandbox_id"])
+    resp = await api.call(session["id"], "shell", "run", command="echo hi")
+    assert resp.status_code == 502, resp.text
+    assert resp.json()["code"] == "sandbox_state_error" and resp.json()["retryable"]
+    ended = (await api.client.get(f"/v1/sessions/{session['id']}", headers=api.h)).json()
+    assert ended["status"] == "ended" and "sandbox lost" in ended["end_reason"]
+    nxt = await api.session(env["name"])
+    assert nxt["sandbox_id"] != session["sandbox_id"]
+    assert (await api.sh(nxt["id"], "echo fine"))["stdout"] == "fine\n"
+    await api.end(nxt["id"])
+    await api.client.delete(f"/v1/environments/{env['id']}", headers=api.h)
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [({"session_ttl_seconds": 1}, "ttl expired"), ({"idle_timeout_seconds": 1}, "idle timeout")],
+)
+async def test_ttl_and_idle_timeout_end_sessions(api: Api, fields: dict, reason: str) -> None:
+    env = await api.env(pool_size=0, **fields)
+    session = await api.session(env["name"])
+
+    async def ended() -> bool:
+        row = (await api.client.get(f"/v1/sessions/{session['id']}", headers=api.h)).json()
+        return row["status"] == "ended"
+
+    await eventually(ended, timeout=15)
+    row = (await api.client.get(f"/v1/sessions/{session['id']}", headers=api.h)).json()
+    assert row["end_reason"] == reason
+
+    async def released() -> bool:
+        return await container_count(session["sandbox_id"]) == 0
+
+    await eventually(released, timeout=10)
+
+
+async def test_an_environment_with_no_healthy_sandbox_reports_an_outage(api: Api, docker_runtime) -> None:
+    image = f"sandlot/noshell:{secrets.token_hex(3)}"
+    with tempfile.TemporaryDirectory() as tmp:
+        rootfs = Path(tmp) / "rootfs.tar"
+        with tarfile.open(rootfs, "w") as tar:
+            info = tarfile.TarInfo("README")
+            info.size = 2
+            tar.addfile(info, io.BytesIO(b"hi"))
+        await ImageService(docker_runtime.docker).import_rootfs(rootfs, image)
+    try:
+        env = await api.env(images=[image], pool_size=0, outage_grace_period_seconds=0)
+        first = await api.client.post("/v1/sessions", json={"environment": env["name"]}, headers=api.h)
+        assert first.status_code == 502 and first.json()["code"] == "sandbox_state_error"
+        second = await api.client.post("/v1/sessions", json={"environment": env["name"]}, headers=api.h)
+        assert second.status_code == 503 and second.json()["code"] == "environment_outage"
+    finally:
+        await docker_runtime.docker.images.delete(image, force=True)
+
+
+async def test_session_ids_are_unique_and_chosen_ids_work(api: Api) -> None:
+    env = await api.env(pool_size=0)
+    chosen = f"my-session-{secrets.token_hex(3)}"
+    session = await api.session(
+        env["name"], session_id=chosen, manifest=[{"path": "input/data.txt", "content": "given"}]
+    )
+    assert session["id"] == chosen
+    assert (await api.sh(chosen, "cat input/data.txt"))["stdout"] == "given"
+    dup = await api.client.post(
+        "/v1/sessions", json={"environment": env["name"], "session_id": chosen}, headers=api.h
+    )
+    assert dup.status_code == 409
+    await api.end(chosen)
