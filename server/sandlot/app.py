@@ -61,7 +61,7 @@ def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> 
         pools = PoolService(engine, sessions, sandboxes, environments)
         services = Services(
             settings=settings,
-            accounts=AccountService(sessions, reads),
+            accounts=AccountService(sessions, reads, cache_seconds=settings.auth_cache_seconds),
             sandboxes=sandboxes,
             environments=environments,
             pools=pools,

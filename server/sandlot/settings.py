@@ -116,6 +116,14 @@ class Settings(BaseSettings):
         default=True, description="Remove unknown containers and mark lost sandboxes offline."
     )
 
+    # -- auth ------------------------------------------------------------------------------
+    auth_cache_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="How long a checked key is trusted without a database lookup; a revocation "
+        "takes effect at once in the process that made it and within this time elsewhere.",
+    )
+
     # -- bootstrap -------------------------------------------------------------------------
     bootstrap_operator_key: bool = Field(
         default=True,

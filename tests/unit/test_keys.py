@@ -27,3 +27,27 @@ def test_a_changed_key_does_not_match() -> None:
 def test_malformed_keys_are_refused(bad: str) -> None:
     with pytest.raises(NotAuthenticated):
         split_key(bad)
+
+
+async def test_revocation_in_the_same_process_clears_the_auth_cache(tmp_path) -> None:
+    """A key revoked through the service that cached it fails at once, cache or not."""
+    import asyncio
+
+    from sandlot.services.accounts import AccountService
+    from sandlot.store import migrate
+    from sandlot.store.engine import make_engine, make_sessionmaker
+
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    await asyncio.to_thread(migrate.upgrade, url)
+    engine = make_engine(url)
+    try:
+        accounts = AccountService(make_sessionmaker(engine), cache_seconds=60)
+        tenant = await accounts.create_tenant("t")
+        key = await accounts.create_key(tenant.id)
+        header = f"Bearer {key.plaintext}"
+        assert (await accounts.authenticate(header)).key_id == key.key.id
+        await accounts.revoke_key(key.key.id)
+        with pytest.raises(NotAuthenticated, match="revoked"):
+            await accounts.authenticate(header)
+    finally:
+        await engine.dispose()

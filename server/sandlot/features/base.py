@@ -106,6 +106,15 @@ class Feature:
 
     @classmethod
     def activities(cls) -> dict[str, ActivitySpec]:
+        """The class's activities by name (computed once per class)."""
+        cached: dict[str, ActivitySpec] | None = cls.__dict__.get("_activities")
+        if cached is None:
+            cached = cls._find_activities()
+            cls._activities = cached  # type: ignore[attr-defined]
+        return cached
+
+    @classmethod
+    def _find_activities(cls) -> dict[str, ActivitySpec]:
         found: dict[str, ActivitySpec] = {}
         for attr in dir(cls):
             fn = getattr(cls, attr, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -63,9 +64,15 @@ class AccountService:
         self,
         sessions: async_sessionmaker[AsyncSession],
         reads: async_sessionmaker[AsyncSession] | None = None,
+        *,
+        cache_seconds: float = 0.0,
     ) -> None:
         self._sessions = sessions
         self._reads = reads or sessions
+        # presented key -> (principal, when it was checked). A revocation in this process
+        # clears it at once; elsewhere it takes effect within ``cache_seconds``.
+        self._cache_seconds = cache_seconds
+        self._cache: dict[str, tuple[Principal, float]] = {}
 
     async def create_tenant(
         self,
@@ -127,7 +134,8 @@ class AccountService:
             key = await repo.by_prefix(key_id_or_prefix) or await repo.get(key_id_or_prefix)
             if key.revoked_at is None:
                 key.revoked_at = utcnow()
-            return key
+        self._cache = {t: v for t, v in self._cache.items() if v[0].key_id != key.id}
+        return key
 
     async def list_keys(self, tenant: str | None = None) -> Sequence[ApiKey]:
         async with self._sessions() as session:
@@ -142,6 +150,9 @@ class AccountService:
         if scheme.lower() != "bearer" or not token.strip():
             raise NotAuthenticated("expected Authorization: Bearer <key>")
         token = token.strip()
+        cached = self._cache.get(token)
+        if cached is not None and time.monotonic() - cached[1] < self._cache_seconds:
+            return cached[0]
         prefix = split_key(token)
         async with self._reads() as session:
             key = await ApiKeyRepository(session).by_prefix(prefix)
@@ -149,7 +160,12 @@ class AccountService:
             raise NotAuthenticated("unknown API key")
         if key.revoked_at is not None:
             raise NotAuthenticated("this API key was revoked")
-        return Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes))
+        principal = Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes))
+        if self._cache_seconds > 0:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[token] = (principal, time.monotonic())
+        return principal
 
     async def bootstrap(self) -> CreatedKey | None:
         """On an empty store, create the operators tenant and its first key."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -18,21 +20,41 @@ from sqlmodel import col
 
 from sandlot.store.repositories import ActivityRepository
 from sandlot.store.tables import Activity, Session
+from sandlot.store.types import utcnow
 
-__all__ = ["ActivityRecorder"]
+__all__ = ["ActivityRecord", "ActivityRecorder"]
 
 log = logging.getLogger(__name__)
 
 _MAX_PENDING = 100_000
 
 
+@dataclass(slots=True)
+class ActivityRecord:
+    """One activity as the request path sees it; the table row is built in the flush."""
+
+    tenant_id: str
+    session_id: str | None
+    sandbox_id: str | None
+    feature: str
+    name: str
+    args_summary: str
+    started_at: datetime = field(default_factory=utcnow)
+    duration_ms: float = 0.0
+    error: str | None = None
+    error_code: str | None = None
+
+    def row(self) -> Activity:
+        return Activity(**{f: getattr(self, f) for f in self.__slots__})
+
+
 class ActivityRecorder:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
-        self._pending: list[Activity] = []
+        self._pending: list[ActivityRecord] = []
         self._lock = asyncio.Lock()
 
-    def record(self, row: Activity) -> None:
+    def record(self, row: ActivityRecord) -> None:
         if len(self._pending) >= _MAX_PENDING:
             log.error("activity buffer full; dropping the oldest record")
             self._pending.pop(0)
@@ -49,7 +71,7 @@ class ActivityRecorder:
                     latest[row.session_id] = row.started_at
             try:
                 async with self._sessions.begin() as session:
-                    session.add_all(batch)
+                    session.add_all([r.row() for r in batch])
                     for session_id, at in latest.items():
                         await session.execute(
                             update(Session)

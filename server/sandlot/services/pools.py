@@ -101,13 +101,13 @@ class PoolService:
                 environment=env.name,
             ) from exc
 
-    async def acquire(self, env: Environment, image: str, session_id: str) -> tuple[Sandbox, bool]:
-        """Take a sandbox for a session; returns it (status ``acquired``) and whether it was
-        warm (from the pool) rather than created for this call."""
-        async with self._sessions.begin() as session:
-            row = await PoolRepository(session).claim_ready(env.id, image, session_id)
-        if row is not None:
-            return row, True
+    @staticmethod
+    async def claim(session: AsyncSession, env: Environment, image: str, session_id: str) -> Sandbox | None:
+        """Take a warm sandbox inside the caller's transaction (status ``acquired``), or None."""
+        return await PoolRepository(session).claim_ready(env.id, image, session_id)
+
+    async def create_for(self, env: Environment, image: str, session_id: str) -> Sandbox:
+        """Create a sandbox on demand for a session (status ``acquired``), within ``max``."""
         bounds = self.bounds(env, image)
         row = await self._provision(env, image, f"on demand for session {session_id}")
         row = await self._sandboxes.move(
@@ -115,7 +115,7 @@ class PoolService:
         )
         if not bounds.pooled:
             log.debug("environment %s has no pool for %s: created on demand", env.name, image)
-        return row, False
+        return row
 
     async def release(self, row: Sandbox, env: Environment | None, reason: str) -> None:
         """After a session: reset the sandbox and return it to the pool, or shut it down."""

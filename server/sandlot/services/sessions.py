@@ -35,13 +35,13 @@ from sandlot.domain.status import SandboxStatus
 from sandlot.features.base import Feature, SessionContext
 from sandlot.features.registry import FeatureRegistry
 from sandlot.services.accounts import Principal
-from sandlot.services.activities import ActivityRecorder
+from sandlot.services.activities import ActivityRecord, ActivityRecorder
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.shell import ShellManager
 from sandlot.settings import Settings
-from sandlot.store.repositories import EnvironmentRepository, SessionRepository
+from sandlot.store.repositories import EnvironmentRepository, SandboxRepository, SessionRepository
 from sandlot.store.tables import Activity, Environment, Sandbox, Session, new_id
 from sandlot.store.types import utcnow
 
@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 S = SandboxStatus
 ACTIVE = "active"
 ENDED = "ended"
+_ENV_CACHE_SECONDS = 2.0
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -91,8 +92,20 @@ class SessionService:
         self.recorder = recorder
         self._settings = settings
         self._feature_cache: dict[str, tuple[datetime, dict[str, Feature]]] = {}
+        self._env_cache: dict[str, tuple[Environment, float]] = {}
 
     # -- helpers -----------------------------------------------------------------------------
+
+    async def _environment(self, env_id: str) -> Environment:
+        """An environment's config, trusted for ``_ENV_CACHE_SECONDS`` (it only picks
+        features; session and sandbox state is always read fresh)."""
+        hit = self._env_cache.get(env_id)
+        if hit is not None and time.monotonic() - hit[1] < _ENV_CACHE_SECONDS:
+            return hit[0]
+        async with self._reads() as session:
+            env = await EnvironmentRepository(session, None).get(env_id)
+        self._env_cache[env_id] = (env, time.monotonic())
+        return env
 
     def features_of(self, env: Environment) -> dict[str, Feature]:
         cached = self._feature_cache.get(env.id)
@@ -152,25 +165,37 @@ class SessionService:
         chosen = self._pick_image(env, image, feature)
         paths = [resolve_workspace_path("/workspace", f.path) for f in manifest]
         sid = session_id or new_id("ses")
-        async with self._reads() as session:
-            if await session.get(Session, sid) is not None:
-                raise Conflict(f"session {sid!r} exists", session_id=sid)
-        box, warm = await self._pools.acquire(env, chosen, sid)
         now = utcnow()
         row = Session(
             id=sid,
             tenant_id=env.tenant_id,
             environment_id=env.id,
-            sandbox_id=box.id,
             image=chosen,
             status=ACTIVE,
-            state={"environment": env.name, "image": chosen, "sandbox_id": box.id},
+            state={"environment": env.name, "image": chosen},
             expires_at=now + timedelta(seconds=env.session_ttl_seconds) if env.session_ttl_seconds else None,
         )
+        # Warm path: claim a ready sandbox, record the session and move the sandbox into it,
+        # all in one transaction.
+        async with self._sessions.begin() as session:
+            sessions = SessionRepository(session, None)
+            if await session.get(Session, sid) is not None:
+                raise Conflict(f"session {sid!r} exists", session_id=sid)
+            box = await self._pools.claim(session, env, chosen, sid)
+            if box is not None:
+                row.sandbox_id = box.id
+                row.state["sandbox_id"] = box.id
+                await sessions.add(row)
+                await SandboxRepository(session, None).move(box, S.IN_SESSION, f"session {sid} started")
+        warm = box is not None
         try:
-            async with self._sessions.begin() as session:
-                await SessionRepository(session, None).add(row)
-            box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sid} started")
+            if box is None:
+                box = await self._pools.create_for(env, chosen, sid)
+                row.sandbox_id = box.id
+                row.state = {**row.state, "sandbox_id": box.id}
+                async with self._sessions.begin() as session:
+                    await SessionRepository(session, None).add(row)
+                box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sid} started")
             ctx = self._context(row, box)
             for feat in self.features_of(env).values():
                 if feat.sandbox_based and feat.applies_to(chosen):
@@ -179,7 +204,8 @@ class SessionService:
                 await self._sandboxes.runtime.write_file(ctx.ref, path, item.content, box.workspace)
         except BaseException as exc:
             log.warning("session %s failed to start: %s", sid, exc)
-            await self._sandboxes.shutdown(box.id, f"session start failed: {exc}"[:500])
+            if box is not None:
+                await self._sandboxes.shutdown(box.id, f"session start failed: {exc}"[:500])
             with contextlib.suppress(NotFound):
                 await self._finish(sid, f"start failed: {exc}"[:500])
             raise
@@ -282,9 +308,9 @@ class SessionService:
     ) -> Any:
         principal.require(Scope.SANDBOXES_WRITE)
         async with self._reads() as session:
-            sess = await SessionRepository(session, principal.visible_tenant).get(session_id)
-            box = await session.get(Sandbox, sess.sandbox_id) if sess.sandbox_id else None
-            env = await EnvironmentRepository(session, None).get(sess.environment_id)
+            repo = SessionRepository(session, principal.visible_tenant)
+            sess, box = await repo.get_with_sandbox(session_id)
+        env = await self._environment(sess.environment_id)
         if sess.status != ACTIVE:
             raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
         if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
@@ -302,7 +328,7 @@ class SessionService:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "args"
             raise InvalidInput(f"{field}: {first['msg']}", field=field) from exc
-        record = Activity(
+        record = ActivityRecord(
             tenant_id=sess.tenant_id,
             session_id=sess.id,
             sandbox_id=box.id,

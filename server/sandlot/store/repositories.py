@@ -12,6 +12,7 @@ from datetime import datetime
 
 from sqlalchemy import func, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
@@ -269,6 +270,10 @@ class PoolRepository:
                 .execution_options(synchronize_session=False)
             )
             if changed.rowcount == 1:  # type: ignore[attr-defined]
+                # The row object is stale after the core UPDATE: set what changed without a
+                # second SELECT and without marking it dirty.
+                set_committed_value(row, "status", SandboxStatus.ACQUIRED.value)
+                set_committed_value(row, "session_id", session_id)
                 self.session.add(
                     SandboxEvent(
                         sandbox_id=row.id,
@@ -279,7 +284,6 @@ class PoolRepository:
                     )
                 )
                 await self.session.flush()
-                await self.session.refresh(row)
                 return row
         return None
 
@@ -319,6 +323,20 @@ class SessionRepository:
             raise NotFound(f"no session {session_id!r}", session_id=session_id)
         return found
 
+    async def get_with_sandbox(self, session_id: str) -> tuple[Session, Sandbox | None]:
+        """The session and its sandbox in one round trip (the hot path of every activity)."""
+        query = (
+            select(Session, Sandbox)
+            .join(Sandbox, col(Sandbox.id) == col(Session.sandbox_id), isouter=True)
+            .where(col(Session.id) == session_id)
+        )
+        if self.tenant_id is not None:
+            query = query.where(col(Session.tenant_id) == self.tenant_id)
+        found = (await self.session.execute(query)).first()
+        if found is None:
+            raise NotFound(f"no session {session_id!r}", session_id=session_id)
+        return found[0], found[1]
+
     async def list(
         self, *, statuses: Sequence[str] | None = None, limit: int = 100, offset: int = 0
     ) -> Sequence[Session]:
@@ -326,11 +344,6 @@ class SessionRepository:
         if statuses:
             query = query.where(col(Session.status).in_(statuses))
         return (await self.session.scalars(query.limit(limit).offset(offset))).all()
-
-    async def due(self, now: datetime, statuses: Sequence[str]) -> Sequence[Session]:
-        """Sessions past their ttl, or candidates for the idle check (callers compare)."""
-        query = self._scoped().where(col(Session.status).in_(statuses))
-        return (await self.session.scalars(query)).all()
 
 
 class ActivityRepository:

@@ -1,0 +1,193 @@
+"""Sandlot vs the raw Docker baseline, in one run, on this machine.
+
+Starts a real ``sandlot serve`` (granian, PostgreSQL, Docker runtime) and prints p50/p99 of:
+
+- acquiring a sandbox: ``POST /v1/sessions`` on a warm pool, vs creating and starting a
+  container directly with aiodocker (the cold path every raw setup pays);
+- one shell command: ``POST .../features/shell/run`` through the HTTP API, vs a direct
+  aiodocker ``exec`` of the same command.
+
+Usage: ``uv run python bench/bench_core.py [--samples 200]`` (needs what scripts/test.sh sets up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import aiodocker
+import asyncpg
+import httpx
+
+from sandlot.services.accounts import AccountService
+from sandlot.store import migrate
+from sandlot.store.engine import make_engine, make_sessionmaker
+
+ADMIN = os.environ.get("SANDLOT_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+IMAGE = "sandlot/busybox:latest"
+INSTANCE = f"bench-{secrets.token_hex(3)}"
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def row(name: str, samples: list[float]) -> str:
+    return (
+        f"| {name:<44} | {pct(samples, 0.5):8.2f} | {pct(samples, 0.99):8.2f} | "
+        f"{statistics.mean(samples):8.2f} | {len(samples):5d} |"
+    )
+
+
+async def raw_create(docker: aiodocker.Docker, n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        c = await docker.containers.create(
+            {
+                "Image": IMAGE,
+                "Cmd": ["/bin/sh", "-c", "while :; do sleep 3600; done"],
+                "Labels": {"dev.sandlot.instance": INSTANCE},
+                "HostConfig": {"NetworkMode": "none", "Init": True},
+            }
+        )
+        await c.start()
+        out.append((time.perf_counter() - t) * 1000)
+        await c.delete(force=True)
+    return out
+
+
+async def raw_exec(docker: aiodocker.Docker, n: int) -> list[float]:
+    c = await docker.containers.create(
+        {
+            "Image": IMAGE,
+            "Cmd": ["/bin/sh", "-c", "while :; do sleep 3600; done"],
+            "Labels": {"dev.sandlot.instance": INSTANCE},
+            "HostConfig": {"NetworkMode": "none"},
+        }
+    )
+    await c.start()
+    out = []
+    try:
+        for _ in range(n):
+            t = time.perf_counter()
+            exe = await c.exec(["echo", "hi"])
+            async with exe.start(detach=False) as stream:
+                while await stream.read_out() is not None:
+                    pass
+            await exe.inspect()
+            out.append((time.perf_counter() - t) * 1000)
+    finally:
+        await c.delete(force=True)
+    return out
+
+
+async def main(samples: int) -> None:
+    name = f"sandlot_bench_{secrets.token_hex(3)}"
+    conn = await asyncpg.connect(ADMIN)
+    await conn.execute(f'CREATE DATABASE "{name}"')
+    await conn.close()
+    url = ADMIN.rpartition("/")[0] + "/" + name
+    await asyncio.to_thread(migrate.upgrade, url)
+    engine = make_engine(url)
+    accounts = AccountService(make_sessionmaker(engine))
+    tenant = await accounts.create_tenant("bench", max_sandboxes=100, max_memory_mb=1 << 20)
+    key = (await accounts.create_key(tenant.id)).plaintext
+    await engine.dispose()
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sandlot", "serve"],
+        env={
+            **os.environ,
+            "SANDLOT_DATABASE_URL": url,
+            "SANDLOT_PORT": str(port),
+            "SANDLOT_INSTANCE": INSTANCE,
+            "SANDLOT_RUNTIME": "docker",
+            "SANDLOT_DATA_DIR": tempfile.mkdtemp(prefix="sandlot-bench-"),
+            "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    docker = aiodocker.Docker()
+    try:
+        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+            for _ in range(200):
+                try:
+                    if (await http.get("/readyz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+            await http.post(
+                "/v1/environments",
+                json={"name": "bench", "images": [IMAGE], "pool_size": [4, 8],
+                      "housekeeping_interval_seconds": 0.5},
+            )
+            for _ in range(300):
+                rows = (await http.get("/v1/sandboxes", params={"status": "ready"})).json()
+                if len(rows) >= 4:
+                    break
+                await asyncio.sleep(0.1)
+
+            acquire = []
+            for _ in range(max(20, samples // 4)):
+                t = time.perf_counter()
+                resp = await http.post("/v1/sessions", json={"environment": "bench"})
+                acquire.append((time.perf_counter() - t) * 1000)
+                assert resp.status_code == 201 and resp.json()["warm"], resp.text
+                await http.delete(f"/v1/sessions/{resp.json()['id']}")
+
+            session = (await http.post("/v1/sessions", json={"environment": "bench"})).json()
+            run = f"/v1/sessions/{session['id']}/features/shell/run"
+            for _ in range(20):  # warm up the shell and connections
+                await http.post(run, json={"command": "echo hi"})
+            shell = []
+            for _ in range(samples):
+                t = time.perf_counter()
+                resp = await http.post(run, json={"command": "echo hi"})
+                shell.append((time.perf_counter() - t) * 1000)
+                assert resp.json()["stdout"] == "hi\n"
+            await http.delete(f"/v1/sessions/{session['id']}")
+
+        cold = await raw_create(docker, max(20, samples // 4))
+        direct = await raw_exec(docker, samples)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+        for c in await docker.containers.list(all=True, filters={"label": [f"dev.sandlot.instance={INSTANCE}"]}):
+            await c.delete(force=True)
+        await docker.close()
+        conn = await asyncpg.connect(ADMIN)
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await conn.close()
+
+    print(f"\nSandlot core benchmark ({os.cpu_count()} cores, PostgreSQL, Docker runtime)\n")
+    print(f"| {'operation (ms)':<44} | {'p50':>8} | {'p99':>8} | {'mean':>8} | {'n':>5} |")
+    print(f"|{'-' * 46}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 7}|")
+    print(row("acquire: Sandlot warm pool (POST /v1/sessions)", acquire))
+    print(row("acquire: aiodocker create + start (baseline)", cold))
+    print(row("command: Sandlot shell via HTTP API", shell))
+    print(row("command: aiodocker exec (baseline)", direct))
+    print(
+        f"\nwarm acquire is {pct(cold, 0.5) / pct(acquire, 0.5):.1f}x faster at p50; "
+        f"a shell command is {pct(direct, 0.5) / pct(shell, 0.5):.1f}x faster at p50"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--samples", type=int, default=200)
+    asyncio.run(main(parser.parse_args().samples))

@@ -1,0 +1,167 @@
+"""Several API processes on one database, and a service restart."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+from litestar.testing import AsyncTestClient
+
+from sandlot.app import create_app
+from sandlot.services.accounts import AccountService
+from sandlot.settings import Settings
+from tests.conftest import BUSYBOX, INSTANCE
+from tests.integration.test_cli import _free_port
+
+
+@pytest.fixture
+async def tenant_key(accounts: AccountService) -> str:
+    tenant = await accounts.create_tenant(
+        f"multi-{secrets.token_hex(3)}", max_sandboxes=200, max_memory_mb=1 << 20, max_cpus=1000
+    )
+    return (await accounts.create_key(tenant.id)).plaintext
+
+
+@pytest.fixture
+def two_servers(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    """Two ``sandlot serve`` processes sharing the test database (and so its instance)."""
+    procs, urls = [], []
+    for i in range(2):
+        port = _free_port()
+        env = {
+            **os.environ,
+            "SANDLOT_DATABASE_URL": pg_url,
+            "SANDLOT_INSTANCE": INSTANCE,
+            "SANDLOT_PORT": str(port),
+            "SANDLOT_RUNTIME": "docker",
+            "SANDLOT_DATA_DIR": str(tmp_path_factory.mktemp(f"srv{i}")),
+            "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+            "SANDLOT_POOL_INTERVAL": "0.3",
+        }
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "sandlot", "serve", "--json"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        urls.append(f"http://127.0.0.1:{port}")
+    try:
+        for url in urls:
+            for _ in range(300):
+                try:
+                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+            else:
+                pytest.fail(f"{url} did not become ready")
+        yield urls
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.mark.timeout(240)
+async def test_two_api_processes_never_hand_out_the_same_sandbox(
+    two_servers: list[str], tenant_key: str
+) -> None:
+    h = {"Authorization": f"Bearer {tenant_key}"}
+    name = f"race-{secrets.token_hex(3)}"
+    async with httpx.AsyncClient(headers=h, timeout=120) as http:
+        env = await http.post(
+            f"{two_servers[0]}/v1/environments",
+            json={
+                "name": name,
+                "images": [BUSYBOX],
+                "pool_size": [50, 50],
+                "memory_mb": 32,
+                "cpus": 0.1,
+                "housekeeping_interval_seconds": 0.3,
+            },
+        )
+        assert env.status_code == 201, env.text
+        env_id = env.json()["id"]
+
+        for _ in range(900):
+            rows = (await http.get(f"{two_servers[1]}/v1/sandboxes", params={"status": "ready", "limit": 1000})).json()
+            if sum(r["environment_id"] == env_id for r in rows) >= 50:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            pytest.fail("the pool did not warm to 50")
+
+        async def start(i: int) -> dict:
+            resp = await http.post(
+                f"{two_servers[i % 2]}/v1/sessions", json={"environment": name}
+            )
+            assert resp.status_code == 201, resp.text
+            return resp.json()
+
+        sessions = await asyncio.gather(*(start(i) for i in range(50)))
+        sandboxes = [s["sandbox_id"] for s in sessions]
+        assert len(set(sandboxes)) == 50, "a sandbox was handed out twice"
+        assert all(s["warm"] for s in sessions)
+        await asyncio.gather(
+            *(http.delete(f"{two_servers[i % 2]}/v1/sessions/{s['id']}") for i, s in enumerate(sessions))
+        )
+        await http.delete(f"{two_servers[0]}/v1/environments/{env_id}")
+
+
+@pytest.fixture
+async def restartable(app_settings: Settings) -> AsyncIterator[Settings]:
+    yield app_settings.model_copy(update={"pool_interval": 0.2})
+
+
+async def test_a_restarted_service_readopts_its_warm_pool(
+    restartable: Settings, tenant_key: str
+) -> None:
+    h = {"Authorization": f"Bearer {tenant_key}"}
+    name = f"adopt-{secrets.token_hex(3)}"
+
+    async def ready_members(client: AsyncTestClient, env_id: str) -> dict[str, str]:
+        rows = (await client.get("/v1/sandboxes", params={"limit": 1000}, headers=h)).json()
+        return {r["id"]: r["status"] for r in rows if r["environment_id"] == env_id}
+
+    async with AsyncTestClient(create_app(restartable), timeout=60) as first:
+        env = await first.post(
+            "/v1/environments",
+            json={"name": name, "images": [BUSYBOX], "pool_size": [2, 2],
+                  "housekeeping_interval_seconds": 0.2},
+            headers=h,
+        )
+        env_id = env.json()["id"]
+        for _ in range(200):
+            members = await ready_members(first, env_id)
+            if sorted(members.values()) == ["ready", "ready"]:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("pool did not warm")
+    before = members
+
+    async with AsyncTestClient(create_app(restartable), timeout=60) as second:
+        await asyncio.sleep(1.5)  # reconcile plus several pool rounds
+        after = await ready_members(second, env_id)
+        assert after == before, "the restarted service replaced its warm sandboxes"
+        session = (
+            await second.post("/v1/sessions", json={"environment": name}, headers=h)
+        ).json()
+        assert session["warm"] is True and session["sandbox_id"] in before
+        await second.delete(f"/v1/sessions/{session['id']}", headers=h)
+        await second.delete(f"/v1/environments/{env_id}", headers=h)
