@@ -124,7 +124,9 @@ async def main(samples: int) -> None:
     )
     docker = aiodocker.Docker()
     try:
-        async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        async with httpx.AsyncClient(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as http:
             for _ in range(200):
                 try:
                     if (await http.get("/readyz")).status_code == 200:
@@ -133,8 +135,12 @@ async def main(samples: int) -> None:
                     await asyncio.sleep(0.1)
             await http.post(
                 "/v1/environments",
-                json={"name": "bench", "images": [IMAGE], "pool_size": [4, 8],
-                      "housekeeping_interval_seconds": 0.5},
+                json={
+                    "name": "bench",
+                    "images": [IMAGE],
+                    "pool_size": [4, 8],
+                    "housekeeping_interval_seconds": 5,
+                },
             )
             for _ in range(300):
                 rows = (await http.get("/v1/sandboxes", params={"status": "ready"})).json()
@@ -150,7 +156,18 @@ async def main(samples: int) -> None:
                 assert resp.status_code == 201 and resp.json()["warm"], resp.text
                 await http.delete(f"/v1/sessions/{resp.json()['id']}")
 
+            floor = []
+            for _ in range(samples):
+                t = time.perf_counter()
+                await http.get("/healthz")
+                floor.append((time.perf_counter() - t) * 1000)
+
             session = (await http.post("/v1/sessions", json={"environment": "bench"})).json()
+            lookup = []
+            for _ in range(samples):
+                t = time.perf_counter()
+                await http.get(f"/v1/sessions/{session['id']}")
+                lookup.append((time.perf_counter() - t) * 1000)
             run = f"/v1/sessions/{session['id']}/features/shell/run"
             for _ in range(20):  # warm up the shell and connections
                 await http.post(run, json={"command": "echo hi"})
@@ -167,7 +184,9 @@ async def main(samples: int) -> None:
     finally:
         server.terminate()
         server.wait(timeout=20)
-        for c in await docker.containers.list(all=True, filters={"label": [f"dev.sandlot.instance={INSTANCE}"]}):
+        for c in await docker.containers.list(
+            all=True, filters={"label": [f"dev.sandlot.instance={INSTANCE}"]}
+        ):
             await c.delete(force=True)
         await docker.close()
         conn = await asyncpg.connect(ADMIN)
@@ -181,6 +200,8 @@ async def main(samples: int) -> None:
     print(row("acquire: aiodocker create + start (baseline)", cold))
     print(row("command: Sandlot shell via HTTP API", shell))
     print(row("command: aiodocker exec (baseline)", direct))
+    print(row("floor: GET /healthz (HTTP only)", floor))
+    print(row("floor: GET /v1/sessions/{id} (auth + one read)", lookup))
     print(
         f"\nwarm acquire is {pct(cold, 0.5) / pct(acquire, 0.5):.1f}x faster at p50; "
         f"a shell command is {pct(direct, 0.5) / pct(shell, 0.5):.1f}x faster at p50"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
 import subprocess
@@ -99,7 +98,9 @@ async def test_two_api_processes_never_hand_out_the_same_sandbox(
         env_id = env.json()["id"]
 
         for _ in range(900):
-            rows = (await http.get(f"{two_servers[1]}/v1/sandboxes", params={"status": "ready", "limit": 1000})).json()
+            rows = (
+                await http.get(f"{two_servers[1]}/v1/sandboxes", params={"status": "ready", "limit": 1000})
+            ).json()
             if sum(r["environment_id"] == env_id for r in rows) >= 50:
                 break
             await asyncio.sleep(0.2)
@@ -107,9 +108,7 @@ async def test_two_api_processes_never_hand_out_the_same_sandbox(
             pytest.fail("the pool did not warm to 50")
 
         async def start(i: int) -> dict:
-            resp = await http.post(
-                f"{two_servers[i % 2]}/v1/sessions", json={"environment": name}
-            )
+            resp = await http.post(f"{two_servers[i % 2]}/v1/sessions", json={"environment": name})
             assert resp.status_code == 201, resp.text
             return resp.json()
 
@@ -128,9 +127,7 @@ async def restartable(app_settings: Settings) -> AsyncIterator[Settings]:
     yield app_settings.model_copy(update={"pool_interval": 0.2})
 
 
-async def test_a_restarted_service_readopts_its_warm_pool(
-    restartable: Settings, tenant_key: str
-) -> None:
+async def test_a_restarted_service_readopts_its_warm_pool(restartable: Settings, tenant_key: str) -> None:
     h = {"Authorization": f"Bearer {tenant_key}"}
     name = f"adopt-{secrets.token_hex(3)}"
 
@@ -141,8 +138,12 @@ async def test_a_restarted_service_readopts_its_warm_pool(
     async with AsyncTestClient(create_app(restartable), timeout=60) as first:
         env = await first.post(
             "/v1/environments",
-            json={"name": name, "images": [BUSYBOX], "pool_size": [2, 2],
-                  "housekeeping_interval_seconds": 0.2},
+            json={
+                "name": name,
+                "images": [BUSYBOX],
+                "pool_size": [2, 2],
+                "housekeeping_interval_seconds": 0.2,
+            },
             headers=h,
         )
         env_id = env.json()["id"]
@@ -159,9 +160,7 @@ async def test_a_restarted_service_readopts_its_warm_pool(
         await asyncio.sleep(1.5)  # reconcile plus several pool rounds
         after = await ready_members(second, env_id)
         assert after == before, "the restarted service replaced its warm sandboxes"
-        session = (
-            await second.post("/v1/sessions", json={"environment": name}, headers=h)
-        ).json()
+        session = (await second.post("/v1/sessions", json={"environment": name}, headers=h)).json()
         assert session["warm"] is True and session["sandbox_id"] in before
         await second.delete(f"/v1/sessions/{session['id']}", headers=h)
         await second.delete(f"/v1/environments/{env_id}", headers=h)

@@ -33,7 +33,8 @@ S = SandboxStatus
 #: in the normal course, but a vanished container takes any status straight to offline.
 TRANSITIONS: dict[SandboxStatus, frozenset[SandboxStatus]] = {
     S.CREATED: frozenset({S.SETTING_UP, S.SHUTTING_DOWN, S.OFFLINE}),
-    S.SETTING_UP: frozenset({S.READY, S.SHUTTING_DOWN, S.OFFLINE}),
+    # setting_up -> acquired: created on demand for a waiting session, never visible as ready.
+    S.SETTING_UP: frozenset({S.READY, S.ACQUIRED, S.SHUTTING_DOWN, S.OFFLINE}),
     S.READY: frozenset({S.ACQUIRED, S.SHUTTING_DOWN, S.OFFLINE}),
     S.ACQUIRED: frozenset({S.IN_SESSION, S.READY, S.SHUTTING_DOWN, S.OFFLINE}),
     S.IN_SESSION: frozenset({S.EXITING_SESSION, S.SHUTTING_DOWN, S.OFFLINE}),

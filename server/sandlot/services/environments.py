@@ -39,8 +39,14 @@ _EDITABLE = frozenset(
 
 
 class EnvironmentService:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], features: FeatureRegistry) -> None:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        features: FeatureRegistry,
+        reads: async_sessionmaker[AsyncSession] | None = None,
+    ) -> None:
         self._sessions = sessions
+        self._reads = reads or sessions
         self.features = features
 
     def _validate(self, fields: Mapping[str, Any]) -> None:
@@ -70,7 +76,7 @@ class EnvironmentService:
 
     async def get(self, principal: Principal, id_or_name: str) -> Environment:
         principal.require(Scope.SANDBOXES_READ)
-        async with self._sessions() as session:
+        async with self._reads() as session:
             return await EnvironmentRepository(session, principal.visible_tenant).get(id_or_name)
 
     async def list(self, principal: Principal) -> Sequence[Environment]:

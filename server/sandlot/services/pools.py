@@ -58,7 +58,9 @@ class PoolService:
     def bounds(env: Environment, image: str) -> PoolBounds:
         return bounds_for(env.pool_size, image)
 
-    async def _provision(self, env: Environment, image: str, reason: str) -> Sandbox:
+    async def _provision(
+        self, env: Environment, image: str, reason: str, for_session: str | None = None
+    ) -> Sandbox:
         """Start one sandbox for ``env``; track the environment's health for outages."""
         ask = NewSandbox(image=image, env=env.env, network=env.network)
         limits = Limits(memory_mb=env.memory_mb, cpus=env.cpus, pids=env.pids)
@@ -73,6 +75,7 @@ class PoolService:
                 environment_id=env.id,
                 extra_labels={LABEL_ENVIRONMENT: env.id},
                 pool_max=(env.id, bounds.max) if bounds.pooled else None,
+                for_session=for_session,
             )
         except (SandboxStateError, RuntimeUnavailable) as exc:
             await self._mark_unhealthy(env, exc)
@@ -109,10 +112,7 @@ class PoolService:
     async def create_for(self, env: Environment, image: str, session_id: str) -> Sandbox:
         """Create a sandbox on demand for a session (status ``acquired``), within ``max``."""
         bounds = self.bounds(env, image)
-        row = await self._provision(env, image, f"on demand for session {session_id}")
-        row = await self._sandboxes.move(
-            row.id, S.ACQUIRED, f"acquired by session {session_id}", session_id=session_id
-        )
+        row = await self._provision(env, image, "on demand", for_session=session_id)
         if not bounds.pooled:
             log.debug("environment %s has no pool for %s: created on demand", env.name, image)
         return row

@@ -151,13 +151,15 @@ class SandboxService:
         environment_id: str | None = None,
         extra_labels: Mapping[str, str] | None = None,
         pool_max: tuple[str, int] | None = None,
+        for_session: str | None = None,
     ) -> Sandbox:
         """Create a sandbox row within the tenant's quota, start its container, and bring it
         to ready. Used for direct sandboxes and for pool members alike.
 
         ``pool_max`` = (environment id, max): refuse with ``NoCapacity`` when that pool already
         has ``max`` live sandboxes of this image; checked under the tenant row lock so two
-        processes cannot both pass it."""
+        processes cannot both pass it. ``for_session``: the sandbox goes straight to
+        ``acquired`` for that session instead of ``ready``, so no one else can take it."""
         if not await self.runtime.image_exists(image):
             raise ImageNotFound(f"image {image!r} is not available on this runtime", image=image)
         async with self._sessions.begin() as session:
@@ -212,6 +214,14 @@ class SandboxService:
         except BaseException as exc:
             await self.move(row.id, S.OFFLINE, f"start failed: {exc}"[:500])
             raise
+        if for_session is not None:
+            return await self.move(
+                row.id,
+                S.ACQUIRED,
+                f"started for session {for_session}",
+                runtime_ref=ref,
+                session_id=for_session,
+            )
         return await self.move(row.id, S.READY, "container started", runtime_ref=ref)
 
     async def _lock_tenant(self, session: AsyncSession, tenant_id: str) -> Tenant:

@@ -93,6 +93,9 @@ class SessionService:
         self._settings = settings
         self._feature_cache: dict[str, tuple[datetime, dict[str, Feature]]] = {}
         self._env_cache: dict[str, tuple[Environment, float]] = {}
+        # session id -> (session, sandbox), trusted only while this process's shell for the
+        # session is alive (see ShellManager.alive).
+        self._hot: dict[str, tuple[Session, Sandbox]] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -179,8 +182,7 @@ class SessionService:
         # all in one transaction.
         async with self._sessions.begin() as session:
             sessions = SessionRepository(session, None)
-            if await session.get(Session, sid) is not None:
-                raise Conflict(f"session {sid!r} exists", session_id=sid)
+            await sessions.refuse_existing(sid)
             box = await self._pools.claim(session, env, chosen, sid)
             if box is not None:
                 row.sandbox_id = box.id
@@ -242,6 +244,7 @@ class SessionService:
 
     async def _end(self, session_id: str, reason: str) -> Session:
         row = await self._finish(session_id, reason)
+        self._hot.pop(session_id, None)
         if row is None:
             return await self._reload(session_id)
         await self._shells.close(session_id)
@@ -307,9 +310,14 @@ class SessionService:
         args: Mapping[str, Any],
     ) -> Any:
         principal.require(Scope.SANDBOXES_WRITE)
-        async with self._reads() as session:
-            repo = SessionRepository(session, principal.visible_tenant)
-            sess, box = await repo.get_with_sandbox(session_id)
+        hot = self._hot.get(session_id) if self._shells.alive(session_id) else None
+        box: Sandbox | None
+        if hot is not None and (principal.is_operator or hot[0].tenant_id == principal.tenant_id):
+            sess, box = hot
+        else:
+            async with self._reads() as session:
+                repo = SessionRepository(session, principal.visible_tenant)
+                sess, box = await repo.get_with_sandbox(session_id)
         env = await self._environment(sess.environment_id)
         if sess.status != ACTIVE:
             raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
@@ -338,10 +346,17 @@ class SessionService:
         )
         started = time.perf_counter()
         try:
-            return await spec.method(feature, self._context(sess, box), parsed)
+            result = await spec.method(feature, self._context(sess, box), parsed)
+            self._hot[session_id] = (sess, box)
+            return result
         except SandlotError as exc:
             record.error, record.error_code = exc.message[:1000], exc.code
             if isinstance(exc, SandboxStateError):
+                self._hot.pop(session_id, None)
+                fresh = await self._reload(session_id)
+                if fresh.status != ACTIVE:  # ended elsewhere: its reset killed our shell
+                    await self._shells.close(session_id)
+                    raise Conflict(f"session {session_id} is {fresh.status}", status=fresh.status) from exc
                 await self._sandbox_lost(sess, box, exc)
             raise
         except Exception as exc:
@@ -353,6 +368,7 @@ class SessionService:
 
     async def _sandbox_lost(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
         log.warning("session %s lost its sandbox %s: %s", sess.id, box.id, exc)
+        self._hot.pop(sess.id, None)
         await self._shells.close(sess.id)
         await self._finish(sess.id, f"sandbox lost: {exc}"[:500])
         await self._sandboxes.shutdown(box.id, f"broken during session {sess.id}: {exc}"[:500])

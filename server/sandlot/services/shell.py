@@ -32,15 +32,14 @@ __all__ = ["PersistentShell", "ShellManager", "ShellResult"]
 log = logging.getLogger(__name__)
 
 _BOOT = r"""S=%(state)s
-mkdir -p "$S" && { [ -e "$S/cwd" ] || pwd > "$S/cwd"; }
+mkdir -p "$S"
 __sl_run() {
   (
     read -r __sl_p __sl_r < /proc/self/stat
     printf '%%s\n' "$__sl_p" >&2
-    if [ -r "$S/env" ]; then . "$S/env"; fi
-    if IFS= read -r __sl_d < "$S/cwd"; then cd "$__sl_d" 2>/dev/null; fi
-    unset __sl_p __sl_r __sl_d
-    trap 'export -p > "$S/env"; pwd > "$S/cwd"' EXIT
+    if [ -r "$S/env" ]; then . "$S/env"; cd "$__SL_CWD" 2>/dev/null; fi
+    unset __sl_p __sl_r
+    trap '__SL_CWD=$PWD; export __SL_CWD; export -p > "$S/env"' EXIT
     eval "$2"
   ) </dev/null
   __sl_rc=$?
@@ -114,6 +113,10 @@ class PersistentShell:
         self._lock = asyncio.Lock()
         self._reading: asyncio.Future[tuple[int, bytes] | None] | None = None
         self.broken = False
+
+    @property
+    def attached(self) -> bool:
+        return self._stream is not None
 
     @property
     def state_dir(self) -> str:
@@ -230,6 +233,12 @@ class ShellManager:
     def __init__(self, runtime: SandboxRuntime) -> None:
         self._runtime = runtime
         self._shells: dict[str, PersistentShell] = {}
+
+    def alive(self, session_id: str) -> bool:
+        """Whether this process holds a working shell for the session. Ending a session (reset)
+        or losing its sandbox kills that shell, so while it lives the session owns its sandbox."""
+        shell = self._shells.get(session_id)
+        return shell is not None and shell.attached and not shell.broken
 
     def get(self, session_id: str, ref: str) -> PersistentShell:
         shell = self._shells.get(session_id)

@@ -307,9 +307,12 @@ class SessionRepository:
             query = query.where(col(Session.tenant_id) == self.tenant_id)
         return query
 
+    async def refuse_existing(self, session_id: str) -> None:
+        if await self.session.get(Session, session_id) is not None:
+            raise Conflict(f"session {session_id!r} exists", session_id=session_id)
+
     async def add(self, row: Session) -> Session:
-        if await self.session.get(Session, row.id) is not None:
-            raise Conflict(f"session {row.id!r} exists", session_id=row.id)
+        await self.refuse_existing(row.id)
         self.session.add(row)
         await self.session.flush()
         return row
