@@ -18,7 +18,6 @@ import os
 import secrets
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -108,8 +107,11 @@ async def main(samples: int) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "sandlot", "serve"],
+    server = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "sandlot",
+        "serve",
         env={
             **os.environ,
             "SANDLOT_DATABASE_URL": url,
@@ -119,8 +121,8 @@ async def main(samples: int) -> None:
             "SANDLOT_DATA_DIR": tempfile.mkdtemp(prefix="sandlot-bench-"),
             "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
         },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     docker = aiodocker.Docker()
     try:
