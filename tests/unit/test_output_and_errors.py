@@ -43,10 +43,10 @@ def test_leaf_errors_inherit_the_stdlib_type_they_resemble() -> None:
 
 
 def test_exec_output_is_text_when_utf8_and_base64_otherwise() -> None:
-    text = ExecOut.of(ExecResult(0, "héllo\n".encode(), b"", 1.0))
+    text = ExecOut.from_result(ExecResult(0, "héllo\n".encode(), b"", 1.0))
     assert (text.encoding, text.stdout) == ("utf-8", "héllo\n")
     raw = b"\xff\x00\xfe"
-    binary = ExecOut.of(ExecResult(0, raw, b"err", 1.0))
+    binary = ExecOut.from_result(ExecResult(0, raw, b"err", 1.0))
     assert binary.encoding == "base64"
     assert base64.b64decode(binary.stdout) == raw
     assert base64.b64decode(binary.stderr) == b"err"

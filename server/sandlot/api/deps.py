@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request
 from litestar.datastructures import State
 from litestar.di import NamedDependency
+from litestar.params import QueryParameter
 
 from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.environments import EnvironmentService
@@ -16,7 +17,16 @@ from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
 
-__all__ = ["PrincipalDep", "Services", "ServicesDep", "provide_principal", "provide_services"]
+__all__ = [
+    "Limit",
+    "Offset",
+    "PrincipalDep",
+    "Services",
+    "ServicesDep",
+    "StatusFilter",
+    "provide_principal",
+    "provide_services",
+]
 
 
 @dataclass
@@ -45,3 +55,8 @@ async def provide_principal(
 #: Annotations for controller parameters that receive the dependencies above.
 ServicesDep = NamedDependency[Services]
 PrincipalDep = NamedDependency[Principal]
+
+#: Query parameters shared by the list endpoints.
+StatusFilter = Annotated[list[str] | None, QueryParameter()]
+Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
+Offset = Annotated[int, QueryParameter(ge=0)]

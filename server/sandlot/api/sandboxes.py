@@ -7,7 +7,7 @@ from typing import Annotated
 from litestar import Controller, Request, Response, delete, get, post, put
 from litestar.params import FromPath, JSONBody, QueryParameter
 
-from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
 from sandlot.api.schemas import (
     ExecIn,
     ExecOut,
@@ -40,9 +40,9 @@ class SandboxController(Controller):
         self,
         services: ServicesDep,
         principal: PrincipalDep,
-        status: Annotated[list[str] | None, QueryParameter()] = None,
-        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
-        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+        status: StatusFilter = None,
+        limit: Limit = 100,
+        offset: Offset = 0,
     ) -> list[SandboxOut]:
         rows = await services.sandboxes.list(principal, statuses=status, limit=limit, offset=offset)
         return [SandboxOut.of(r) for r in rows]
@@ -81,7 +81,7 @@ class SandboxController(Controller):
             timeout=data.timeout,
             output_limit=services.settings.exec_output_limit,
         )
-        return ExecOut.of(await services.sandboxes.exec(principal, sandbox_id, request))
+        return ExecOut.from_result(await services.sandboxes.exec(principal, sandbox_id, request))
 
 
 class SandboxFilesController(Controller):

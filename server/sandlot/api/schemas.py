@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandlot.runtime.base import ExecResult
 from sandlot.runtime.output import decode_output
-from sandlot.store.tables import Activity, Environment, Sandbox, SandboxEvent, Session
+from sandlot.store.tables import Session
 
 __all__ = [
     "ActivityOut",
@@ -32,6 +32,13 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _Out(BaseModel):
+    @classmethod
+    def of(cls, row: object) -> Self:
+        """The schema of a table row (never the row itself)."""
+        return cls.model_validate(row, from_attributes=True)
+
+
 class SandboxCreate(_In):
     """Ask for a sandbox. Unset limits take the service defaults; all count against quota."""
 
@@ -47,7 +54,7 @@ class SandboxCreate(_In):
     read_only_root: bool = False
 
 
-class SandboxOut(BaseModel):
+class SandboxOut(_Out):
     id: str
     tenant_id: str
     image: str
@@ -66,20 +73,12 @@ class SandboxOut(BaseModel):
     created_at: datetime
     updated_at: datetime
 
-    @classmethod
-    def of(cls, row: Sandbox) -> SandboxOut:
-        return cls.model_validate(row, from_attributes=True)
 
-
-class SandboxEventOut(BaseModel):
+class SandboxEventOut(_Out):
     from_status: str | None
     to_status: str
     reason: str
     at: datetime
-
-    @classmethod
-    def of(cls, row: SandboxEvent) -> SandboxEventOut:
-        return cls.model_validate(row, from_attributes=True)
 
 
 class ExecIn(_In):
@@ -116,7 +115,7 @@ class ExecOut(BaseModel):
     oom_killed: bool
 
     @classmethod
-    def of(cls, res: ExecResult) -> ExecOut:
+    def from_result(cls, res: ExecResult) -> ExecOut:
         return cls(
             exit_code=res.exit_code,
             **decode_output(res.stdout, res.stderr),  # type: ignore[arg-type]
@@ -127,7 +126,7 @@ class ExecOut(BaseModel):
         )
 
 
-class FileWritten(BaseModel):
+class FileWritten(_Out):
     path: str
     size: int
 
@@ -175,16 +174,12 @@ class EnvironmentUpdate(_In):
     housekeeping_interval_seconds: Annotated[float | None, Field(gt=0, le=3600)] = None
 
 
-class EnvironmentOut(EnvironmentFields):
+class EnvironmentOut(EnvironmentFields, _Out):
     id: str
     tenant_id: str
     name: str
     created_at: datetime
     updated_at: datetime
-
-    @classmethod
-    def of(cls, row: Environment) -> EnvironmentOut:
-        return cls.model_validate(row, from_attributes=True)
 
 
 class ManifestEntry(_In):
@@ -206,7 +201,7 @@ class SessionCreate(_In):
     manifest: Annotated[list[ManifestEntry], Field(max_length=1000)] = Field(default_factory=list)
 
 
-class SessionOut(BaseModel):
+class SessionOut(_Out):
     id: str
     tenant_id: str
     environment_id: str
@@ -222,13 +217,13 @@ class SessionOut(BaseModel):
     warm: bool | None = None
 
     @classmethod
-    def of(cls, row: Session, warm: bool | None = None) -> SessionOut:
-        out = cls.model_validate(row, from_attributes=True)
+    def started(cls, row: Session, warm: bool) -> SessionOut:
+        out = cls.of(row)
         out.warm = warm
         return out
 
 
-class ActivityOut(BaseModel):
+class ActivityOut(_Out):
     id: int | None
     session_id: str | None
     sandbox_id: str | None
@@ -239,7 +234,3 @@ class ActivityOut(BaseModel):
     error: str | None
     error_code: str | None
     started_at: datetime
-
-    @classmethod
-    def of(cls, row: Activity) -> ActivityOut:
-        return cls.model_validate(row, from_attributes=True)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from litestar import Controller, delete, get, post
-from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.params import FromPath, JSONBody
 
-from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
 from sandlot.api.schemas import ActivityOut, SessionCreate, SessionOut
 from sandlot.services.sessions import ManifestFile
 
@@ -31,16 +31,16 @@ class SessionController(Controller):
             session_id=data.session_id,
             manifest=manifest,
         )
-        return SessionOut.of(row, warm)
+        return SessionOut.started(row, warm)
 
     @get("/", summary="List sessions")
     async def list_sessions(
         self,
         services: ServicesDep,
         principal: PrincipalDep,
-        status: Annotated[list[str] | None, QueryParameter()] = None,
-        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
-        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+        status: StatusFilter = None,
+        limit: Limit = 100,
+        offset: Offset = 0,
     ) -> list[SessionOut]:
         rows = await services.sessions.list(principal, statuses=status, limit=limit, offset=offset)
         return [SessionOut.of(r) for r in rows]
@@ -77,8 +77,8 @@ class SessionController(Controller):
         session_id: FromPath[str],
         services: ServicesDep,
         principal: PrincipalDep,
-        limit: Annotated[int, QueryParameter(ge=1, le=1000)] = 100,
-        offset: Annotated[int, QueryParameter(ge=0)] = 0,
+        limit: Limit = 100,
+        offset: Offset = 0,
     ) -> list[ActivityOut]:
         rows = await services.sessions.activities(principal, session_id, limit=limit, offset=offset)
         return [ActivityOut.of(r) for r in rows]
