@@ -89,11 +89,11 @@ def serve(host: str | None, port: int | None, workers: int | None, as_json: bool
     settings = Settings()
 
     async def prepare(s: Settings) -> str | None:
-        if not s.bootstrap_operator_key:
-            await _accounts(s, lambda a: asyncio.sleep(0))
-            return None
-        created = await _accounts(s, lambda a: a.bootstrap())
-        return created.plaintext if created else None
+        async def bootstrap(accounts: Any) -> str | None:
+            created = await accounts.bootstrap() if s.bootstrap_operator_key else None
+            return created.plaintext if created else None
+
+        return await _accounts(s, bootstrap)  # migrates, then bootstraps
 
     key = _run(prepare)
     url = f"http://{settings.host}:{settings.port}"

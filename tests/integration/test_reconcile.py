@@ -26,6 +26,13 @@ async def sessions(pg_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession
 
 
 @pytest.fixture
+def service(
+    sessions: async_sessionmaker[AsyncSession], docker_runtime: DockerRuntime, app_settings: Settings
+) -> SandboxService:
+    return SandboxService(sessions, docker_runtime, app_settings)
+
+
+@pytest.fixture
 async def principal(accounts: AccountService) -> Principal:
     tenant = await accounts.create_tenant(f"rec-{secrets.token_hex(4)}")
     key = await accounts.create_key(tenant.id)
@@ -36,9 +43,8 @@ async def test_unknown_containers_are_removed_and_lost_rows_go_offline(
     sessions: async_sessionmaker[AsyncSession],
     docker_runtime: DockerRuntime,
     principal: Principal,
-    app_settings: Settings,
+    service: SandboxService,
 ) -> None:
-    service = SandboxService(sessions, docker_runtime, app_settings)
     kept = await service.create(principal, NewSandbox(image=BUSYBOX))
     lost = await service.create(principal, NewSandbox(image=BUSYBOX))
     stray_id = f"sbx_{secrets.token_hex(8)}"
@@ -66,9 +72,8 @@ async def test_a_stopped_container_of_a_ready_row_is_cleaned_up(
     sessions: async_sessionmaker[AsyncSession],
     docker_runtime: DockerRuntime,
     principal: Principal,
-    app_settings: Settings,
+    service: SandboxService,
 ) -> None:
-    service = SandboxService(sessions, docker_runtime, app_settings)
     row = await service.create(principal, NewSandbox(image=BUSYBOX))
     assert row.runtime_ref is not None
     await docker_runtime.docker.containers.container(row.runtime_ref).kill()

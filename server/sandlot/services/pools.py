@@ -139,6 +139,8 @@ class PoolService:
             if not lead:
                 return
             envs = await self._environments.all()
+            # one listing per round instead of one inspect per sandbox
+            running = {o.ref for o in await self._sandboxes.runtime.list_owned() if o.running}
             now = time.monotonic()
             for env in envs:
                 last = self._last_housekeeping.get(env.id, 0.0)
@@ -146,7 +148,7 @@ class PoolService:
                     continue
                 self._last_housekeeping[env.id] = now
                 try:
-                    await self.housekeep(env)
+                    await self.housekeep(env, running)
                 except Exception:
                     log.exception("housekeeping of environment %s failed", env.name)
             await self._drain_orphans({e.id for e in envs})
@@ -158,14 +160,15 @@ class PoolService:
             if row.environment_id not in env_ids and row.status == S.READY.value:
                 await self._sandboxes.shutdown(row.id, "environment deleted")
 
-    async def housekeep(self, env: Environment) -> None:
-        """Replace dead sandboxes, then top each image up to min and trim it to max."""
+    async def housekeep(self, env: Environment, running: set[str]) -> None:
+        """Replace dead sandboxes (``running``: refs of running containers), then top each
+        image up to min and trim it to max."""
         async with self._sessions() as session:
             live = await PoolRepository(session).live(env.id)
         for row in live:
             if row.status not in (S.READY.value, S.IN_SESSION.value, S.ACQUIRED.value):
                 continue
-            if row.runtime_ref is None or not await self._sandboxes.runtime.is_running(row.runtime_ref):
+            if row.runtime_ref not in running:
                 await self._sandboxes.shutdown(row.id, "container died (housekeeping)")
         async with self._sessions() as session:
             counts = await PoolRepository(session).counts(env.id)

@@ -23,7 +23,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from sandlot.domain.errors import Conflict, SandboxStateError
+from sandlot.domain.errors import Conflict, InvalidInput, SandboxStateError
 from sandlot.runtime.base import ProcessStream, SandboxRuntime
 from sandlot.runtime.output import CappedBuffer
 
@@ -155,8 +155,6 @@ class PersistentShell:
         output_limit: int,
     ) -> ShellResult:
         if "\x00" in command:
-            from sandlot.domain.errors import InvalidInput
-
             raise InvalidInput("command contains a NUL byte", field="command")
         if self._lock.locked():
             raise Conflict("another command is running in this session's shell; retry after it")
