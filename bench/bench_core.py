@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import secrets
 import socket
@@ -21,10 +22,11 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any
 
 import aiodocker
+import aiohttp
 import asyncpg
-import httpx
 
 from sandlot.services.accounts import AccountService
 from sandlot.store import migrate
@@ -45,6 +47,12 @@ def row(name: str, samples: list[float]) -> str:
         f"| {name:<44} | {pct(samples, 0.5):8.2f} | {pct(samples, 0.99):8.2f} | "
         f"{statistics.mean(samples):8.2f} | {len(samples):5d} |"
     )
+
+
+async def call(http: aiohttp.ClientSession, method: str, path: str, body: object = None) -> tuple[int, Any]:
+    async with http.request(method, path, json=body) as resp:
+        data = await resp.read()
+        return resp.status, json.loads(data) if data else None
 
 
 async def raw_create(docker: aiodocker.Docker, n: int) -> list[float]:
@@ -126,66 +134,77 @@ async def main(samples: int) -> None:
     )
     docker = aiodocker.Docker()
     try:
-        async with httpx.AsyncClient(
-            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        # aiohttp: the lightest mature asyncio HTTP client here, so the figures show the
+        # server, not the client (the floor rows use the same client).
+        async with aiohttp.ClientSession(
+            base_url=base,
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=aiohttp.ClientTimeout(total=60),
         ) as http:
             for _ in range(200):
                 try:
-                    if (await http.get("/readyz")).status_code == 200:
-                        break
-                except httpx.TransportError:
+                    async with http.get("/readyz") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
                     await asyncio.sleep(0.1)
-            await http.post(
+            await call(
+                http,
+                "POST",
                 "/v1/environments",
-                json={
-                    "name": "bench",
-                    "images": [IMAGE],
-                    "pool_size": [4, 8],
-                    "housekeeping_interval_seconds": 5,
-                },
+                {"name": "bench", "images": [IMAGE], "pool_size": [4, 8], "housekeeping_interval_seconds": 5},
             )
-            for _ in range(300):
-                rows = (await http.get("/v1/sandboxes", params={"status": "ready"})).json()
-                if len(rows) >= 4:
-                    break
-                await asyncio.sleep(0.1)
 
+            async def settle() -> None:
+                """Wait until the pool is full and idle: the figures are steady-state ones."""
+                for _ in range(600):
+                    rows = (await call(http, "GET", "/v1/sandboxes"))[1]
+                    ready = sum(r["status"] == "ready" for r in rows)
+                    busy = sum(r["status"] in ("created", "setting_up", "shutting_down") for r in rows)
+                    if ready >= 4 and not busy:
+                        await asyncio.sleep(1.0)
+                        return
+                    await asyncio.sleep(0.1)
+
+            await settle()
             acquire = []
             for _ in range(max(20, samples // 4)):
                 t = time.perf_counter()
-                resp = await http.post("/v1/sessions", json={"environment": "bench"})
+                status, body = await call(http, "POST", "/v1/sessions", {"environment": "bench"})
                 acquire.append((time.perf_counter() - t) * 1000)
-                assert resp.status_code == 201 and resp.json()["warm"], resp.text
-                await http.delete(f"/v1/sessions/{resp.json()['id']}")
+                assert status == 201 and body["warm"], body
+                await call(http, "DELETE", f"/v1/sessions/{body['id']}")
+                await settle()
 
             floor = []
             for _ in range(samples):
                 t = time.perf_counter()
-                await http.get("/healthz")
+                await call(http, "GET", "/healthz")
                 floor.append((time.perf_counter() - t) * 1000)
 
-            session = (await http.post("/v1/sessions", json={"environment": "bench"})).json()
+            session = (await call(http, "POST", "/v1/sessions", {"environment": "bench"}))[1]
+            await settle()
             lookup = []
             for _ in range(samples):
                 t = time.perf_counter()
-                await http.get(f"/v1/sessions/{session['id']}")
+                await call(http, "GET", f"/v1/sessions/{session['id']}")
                 lookup.append((time.perf_counter() - t) * 1000)
             run = f"/v1/sessions/{session['id']}/features/shell/run"
             for _ in range(20):  # warm up the shell and connections
-                await http.post(run, json={"command": "echo hi"})
+                await call(http, "POST", run, {"command": "echo hi"})
             shell = []
             for _ in range(samples):
                 t = time.perf_counter()
-                resp = await http.post(run, json={"command": "echo hi"})
+                _, body = await call(http, "POST", run, {"command": "echo hi"})
                 shell.append((time.perf_counter() - t) * 1000)
-                assert resp.json()["stdout"] == "hi\n"
-            await http.delete(f"/v1/sessions/{session['id']}")
+                assert body["stdout"] == "hi\n", body
+            await call(http, "DELETE", f"/v1/sessions/{session['id']}")
 
         cold = await raw_create(docker, max(20, samples // 4))
         direct = await raw_exec(docker, samples)
     finally:
         server.terminate()
-        server.wait(timeout=20)
+        await asyncio.wait_for(server.wait(), 20)
         for c in await docker.containers.list(
             all=True, filters={"label": [f"dev.sandlot.instance={INSTANCE}"]}
         ):

@@ -6,10 +6,14 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from sandlot.features.base import ActivityArgs, Feature, SessionContext, activity
+from sandlot.domain.errors import SandboxStateError, SandlotError
+from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
+from sandlot.runtime.base import ExecRequest
 from sandlot.runtime.output import decode_output
 
-__all__ = ["ShellFeature"]
+__all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]
+
+KEEPALIVE_SECONDS = 5.0
 
 
 class RunArgs(ActivityArgs):
@@ -21,6 +25,19 @@ class RunArgs(ActivityArgs):
 class ShellFeature(Feature):
     name = "shell"
     description = "A persistent shell: cwd and exported variables carry over between commands."
+
+    async def housekeep(self, ctx: SandboxContext) -> None:
+        """Keepalive: an idle sandbox must start a shell within a few seconds and its
+        workspace must be a writable directory."""
+        probe = ExecRequest(
+            ["/bin/sh", "-c", 'test -d "$1" && test -w "$1"', "sh", ctx.workspace], timeout=KEEPALIVE_SECONDS
+        )
+        try:
+            res = await ctx.runtime.exec(ctx.ref, probe)
+        except SandlotError as exc:
+            raise SandboxStateError(f"keepalive failed: {exc.message}") from exc
+        if res.exit_code != 0:
+            raise SandboxStateError(f"keepalive failed (exit {res.exit_code}, timed out: {res.timed_out})")
 
     @activity(RunArgs)
     async def run(self, ctx: SessionContext, args: RunArgs) -> dict[str, Any]:

@@ -163,8 +163,9 @@ class SandboxRuntime(Protocol):
         """An in-sandbox directory for our bookkeeping (on a tmpfs where possible)."""
         ...
 
-    async def kill_tree(self, ref: str, pid: int) -> None:
-        """Kill ``pid`` (as seen inside the sandbox) and all its descendants."""
+    async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
+        """Kill ``pid`` (as seen inside the sandbox) and all its descendants; with
+        ``include_root=False`` only the descendants."""
         ...
 
     async def reset(self, ref: str, workspace: str) -> None:

@@ -328,9 +328,10 @@ class DockerRuntime:
         if res.exit_code != 0:
             raise SandboxStateError(f"sandbox reset failed: {res.stderr.decode(errors='replace')}")
 
-    async def kill_tree(self, ref: str, pid: int) -> None:
+    async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
+        argv = ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)] + ([] if include_root else ["children"])
         try:
-            await self._run_quick(ref, ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)])
+            await self._run_quick(ref, argv)
         except (SandboxStateError, TimeoutError, aiodocker.DockerError) as exc:
             log.warning("could not kill process tree %s in %s: %s", pid, ref[:12], exc)
 

@@ -260,8 +260,8 @@ class LocalRuntime:
     def state_dir(self, ref: str) -> str:
         return str(self._dir(ref) / "state")  # bound at the same path under bubblewrap
 
-    async def kill_tree(self, ref: str, pid: int) -> None:
-        await asyncio.to_thread(_kill_tree, pid)
+    async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
+        await asyncio.to_thread(_kill_tree, pid, include_root)
 
     async def reset(self, ref: str, workspace: str) -> None:
         self._kill_all(ref)
@@ -357,8 +357,9 @@ def _sessions_and_parents() -> dict[int, tuple[int, int]]:
     return found
 
 
-def _kill_tree(root: int) -> None:
-    """Kill ``root``, its process group, and every process descending from it."""
+def _kill_tree(root: int, include_root: bool = True) -> None:
+    """Kill ``root``, its process group, and every process descending from it; with
+    ``include_root=False`` only its descendants."""
     table = _sessions_and_parents()
     doomed = {root}
     grew = True
@@ -368,7 +369,10 @@ def _kill_tree(root: int) -> None:
             if parent in doomed and pid not in doomed:
                 doomed.add(pid)
                 grew = True
-    _killpg(root)
+    if include_root:
+        _killpg(root)
+    else:
+        doomed.discard(root)
     for pid in doomed:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)

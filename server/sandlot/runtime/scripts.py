@@ -41,9 +41,11 @@ done
 exit 0
 """
 
-#: Run as ``sh -c KILL_TREE sh PID``: stops, then kills, PID and every process descending from
-#: it (found through the parent pids in /proc), so a fork loop cannot outrun the sweep.
+#: Run as ``sh -c KILL_TREE sh PID [children]``: stops, then kills, PID and every process
+#: descending from it (found through the parent pids in /proc), so a fork loop cannot outrun the
+#: sweep. With ``children`` PID itself is spared (a shell whose current command must die).
 KILL_TREE = r"""
+root=$1; spare=${2:-}
 tree=" $1 "
 for sig in STOP STOP KILL KILL; do
   grew=1
@@ -57,7 +59,10 @@ for sig in STOP STOP KILL KILL; do
       case "$tree" in *" $p "*) ;; *" $2 "*) tree="$tree$p "; grew=1 ;; esac
     done
   done
-  for p in $tree; do kill -$sig "$p" 2>/dev/null; done
+  for p in $tree; do
+    if [ "$spare" = children ] && [ "$p" = "$root" ]; then continue; fi
+    kill -$sig "$p" 2>/dev/null
+  done
 done
 exit 0
 """

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -10,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sandlot.domain.errors import InvalidInput
 from sandlot.domain.keys import Scope
 from sandlot.domain.pools import parse_pool_size
+from sandlot.features.base import Feature
 from sandlot.features.registry import FeatureRegistry
 from sandlot.services.accounts import Principal
 from sandlot.services.sandboxes import IMAGE_RE, validate_env
@@ -17,7 +20,12 @@ from sandlot.store.repositories import EnvironmentRepository
 from sandlot.store.tables import Environment
 from sandlot.store.types import utcnow
 
-__all__ = ["EnvironmentService"]
+__all__ = ["CONFIG_CACHE_SECONDS", "EnvironmentService"]
+
+#: How long the request path trusts an environment's configuration (images, features, pool
+#: bounds, TTLs). Changes made through this process apply at once; other processes see them
+#: within this many seconds.
+CONFIG_CACHE_SECONDS = 2.0
 
 _EDITABLE = frozenset(
     {
@@ -48,6 +56,8 @@ class EnvironmentService:
         self._sessions = sessions
         self._reads = reads or sessions
         self.features = features
+        self._cache: dict[tuple[str | None, str], tuple[Environment, float]] = {}
+        self._feature_cache: dict[str, tuple[datetime, dict[str, Feature]]] = {}
 
     def _validate(self, fields: Mapping[str, Any]) -> None:
         images = fields.get("images")
@@ -79,6 +89,34 @@ class EnvironmentService:
         async with self._reads() as session:
             return await EnvironmentRepository(session, principal.visible_tenant).get(id_or_name)
 
+    async def cached(self, tenant_id: str | None, id_or_name: str) -> Environment:
+        """An environment's configuration, trusted for ``CONFIG_CACHE_SECONDS``."""
+        key = (tenant_id, id_or_name)
+        hit = self._cache.get(key)
+        if hit is not None and time.monotonic() - hit[1] < CONFIG_CACHE_SECONDS:
+            return hit[0]
+        async with self._reads() as session:
+            env = await EnvironmentRepository(session, tenant_id).get(id_or_name)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[key] = (env, time.monotonic())
+        return env
+
+    def features_of(self, env: Environment) -> dict[str, Feature]:
+        """The environment's feature instances, rebuilt when its configuration changes."""
+        cached = self._feature_cache.get(env.id)
+        if cached is None or cached[0] != env.updated_at:
+            cached = (env.updated_at, self.features.build(env.features or {}))
+            self._feature_cache[env.id] = cached
+        return cached[1]
+
+    def sandbox_features(self, env: Environment, image: str) -> list[Feature]:
+        """The sandbox-based features of ``env`` that apply to ``image``."""
+        return [f for f in self.features_of(env).values() if f.sandbox_based and f.applies_to(image)]
+
+    def forget(self) -> None:
+        self._cache.clear()
+
     async def list(self, principal: Principal) -> Sequence[Environment]:
         principal.require(Scope.SANDBOXES_READ)
         async with self._sessions() as session:
@@ -90,6 +128,7 @@ class EnvironmentService:
         if unknown:
             raise InvalidInput(f"unknown fields {sorted(unknown)}")
         self._validate(fields)
+        self.forget()
         async with self._sessions.begin() as session:
             env = await EnvironmentRepository(session, principal.visible_tenant).get(id_or_name)
             for key, value in fields.items():
@@ -100,6 +139,7 @@ class EnvironmentService:
     async def delete(self, principal: Principal, id_or_name: str) -> Environment:
         """Delete an environment; the caller drains its pool first."""
         principal.require(Scope.SANDBOXES_WRITE)
+        self.forget()
         async with self._sessions.begin() as session:
             repo = EnvironmentRepository(session, principal.visible_tenant)
             env = await repo.get(id_or_name)

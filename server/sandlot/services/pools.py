@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -23,12 +24,14 @@ from sandlot.domain.errors import (
 )
 from sandlot.domain.pools import NO_POOL, PoolBounds, bounds_for, refill_count
 from sandlot.domain.status import SandboxStatus
+from sandlot.features.base import SandboxContext
 from sandlot.runtime.base import Limits
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
+from sandlot.store.engine import make_sessionmaker
 from sandlot.store.leader import leader
 from sandlot.store.repositories import EnvironmentRepository, PoolRepository
-from sandlot.store.tables import Environment, Sandbox
+from sandlot.store.tables import Environment, Sandbox, Session
 from sandlot.store.types import utcnow
 
 __all__ = ["PoolService"]
@@ -50,6 +53,7 @@ class PoolService:
     ) -> None:
         self._engine = engine
         self._sessions = sessions
+        self._reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
         self._sandboxes = sandboxes
         self._environments = environments
         self._last_housekeeping: dict[str, float] = {}
@@ -76,6 +80,7 @@ class PoolService:
                 extra_labels={LABEL_ENVIRONMENT: env.id},
                 pool_max=(env.id, bounds.max) if bounds.pooled else None,
                 for_session=for_session,
+                setup=self._setup_hook(env, image),
             )
         except (SandboxStateError, RuntimeUnavailable) as exc:
             await self._mark_unhealthy(env, exc)
@@ -85,6 +90,54 @@ class PoolService:
             env.unhealthy_since = None
         log.info("started %s sandbox %s for %s (%s)", image, row.id, env.name, reason)
         return row
+
+    def _context(self, row: Sandbox, ref: str | None = None) -> SandboxContext:
+        return SandboxContext(
+            sandbox_id=row.id,
+            ref=ref or row.runtime_ref or "",
+            image=row.image,
+            workspace=row.workspace,
+            runtime=self._sandboxes.runtime,
+            settings=self._sandboxes.settings,
+        )
+
+    def _setup_hook(self, env: Environment, image: str) -> Callable[[Sandbox, str], Awaitable[None]] | None:
+        """The features' ``setup`` hooks for a new sandbox of ``image``, or None if none apply."""
+        features = self._environments.sandbox_features(env, image)
+        if not features:
+            return None
+
+        async def setup(row: Sandbox, ref: str) -> None:
+            ctx = self._context(row, ref)
+            for feature in features:
+                await feature.setup(ctx)
+
+        return setup
+
+    async def _retire(self, env: Environment | None, row: Sandbox, reason: str) -> None:
+        """Shut a healthy sandbox down, running its features' ``teardown`` hooks first."""
+        if env is not None and row.runtime_ref is not None:
+            ctx = self._context(row)
+            for feature in self._environments.sandbox_features(env, row.image):
+                try:
+                    await feature.teardown(ctx)
+                except Exception as exc:
+                    log.warning("teardown of %s by feature %s failed: %s", row.id, feature.name, exc)
+        await self._sandboxes.shutdown(row.id, reason)
+
+    async def _check_features(self, env: Environment, row: Sandbox) -> None:
+        """Run the features' ``housekeep`` hooks on an idle sandbox; one that fails is shut
+        down (the refill that follows replaces it)."""
+        ctx = self._context(row)
+        for feature in self._environments.sandbox_features(env, row.image):
+            try:
+                await feature.housekeep(ctx)
+            except Exception as exc:
+                log.warning("feature %s housekeeping failed on %s: %s", feature.name, row.id, exc)
+                await self._sandboxes.shutdown(
+                    row.id, f"feature {feature.name} housekeeping failed: {exc}"[:500], only_if=S.READY
+                )
+                return
 
     async def _set_unhealthy_since(self, env_id: str, value: object) -> None:
         async with self._sessions.begin() as session:
@@ -104,10 +157,14 @@ class PoolService:
                 environment=env.name,
             ) from exc
 
-    @staticmethod
-    async def claim(session: AsyncSession, env: Environment, image: str, session_id: str) -> Sandbox | None:
-        """Take a warm sandbox inside the caller's transaction (status ``acquired``), or None."""
-        return await PoolRepository(session).claim_ready(env.id, image, session_id)
+    async def claim(self, env: Environment, image: str, into: Session, reason: str) -> Sandbox | None:
+        """Take a warm sandbox straight into the session ``into`` and record that session, or
+        None when the pool has none ready (then no session row was written)."""
+        if self._engine.dialect.name == "postgresql":
+            async with self._reads() as session:  # one statement: autocommit is atomic
+                return await PoolRepository(session).claim_ready(env.id, image, into, reason)
+        async with self._sessions.begin() as session:
+            return await PoolRepository(session).claim_ready(env.id, image, into, reason)
 
     async def create_for(self, env: Environment, image: str, session_id: str) -> Sandbox:
         """Create a sandbox on demand for a session (status ``acquired``), within ``max``."""
@@ -169,7 +226,12 @@ class PoolService:
             if row.status not in (S.READY.value, S.IN_SESSION.value, S.ACQUIRED.value):
                 continue
             if row.runtime_ref not in running:
-                await self._sandboxes.shutdown(row.id, "container died (housekeeping)")
+                # the listing is from the start of the round: a sandbox started since is not
+                # in it, so ask about this one before calling it dead
+                if row.runtime_ref is None or not await self._sandboxes.runtime.is_running(row.runtime_ref):
+                    await self._sandboxes.shutdown(row.id, "container died (housekeeping)")
+            elif row.status == S.READY.value:
+                await self._check_features(env, row)
         async with self._sessions() as session:
             counts = await PoolRepository(session).counts(env.id)
         for image in env.images:
@@ -195,7 +257,7 @@ class PoolService:
             live = await PoolRepository(session).live(env.id)
         idle = [r for r in live if r.image == image and r.status == S.READY.value][:count]
         for row in idle:
-            await self._sandboxes.shutdown(row.id, "pool shrunk")
+            await self._retire(env, row, "pool shrunk")
 
     async def drain(self, env: Environment) -> None:
         """Shut down every idle sandbox of an environment (before deleting it)."""
@@ -203,4 +265,4 @@ class PoolService:
             live = await PoolRepository(session).live(env.id)
         for row in live:
             if row.status == S.READY.value:
-                await self._sandboxes.shutdown(row.id, "environment deleted")
+                await self._retire(env, row, "environment deleted")

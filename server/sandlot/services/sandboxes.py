@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -86,7 +86,7 @@ class SandboxService:
     ) -> None:
         self._sessions = sessions
         self.runtime = runtime
-        self._settings = settings
+        self.settings = settings
 
     @property
     def sessions(self) -> async_sessionmaker[AsyncSession]:
@@ -120,7 +120,7 @@ class SandboxService:
     # -- create -----------------------------------------------------------------------------
 
     def _resolve(self, ask: NewSandbox) -> tuple[str, Limits, int | None]:
-        s = self._settings
+        s = self.settings
         image = ask.image or s.default_image
         if not IMAGE_RE.match(image):
             raise InvalidInput(f"invalid image reference {image!r}", field="image")
@@ -152,6 +152,7 @@ class SandboxService:
         extra_labels: Mapping[str, str] | None = None,
         pool_max: tuple[str, int] | None = None,
         for_session: str | None = None,
+        setup: Callable[[Sandbox, str], Awaitable[None]] | None = None,
     ) -> Sandbox:
         """Create a sandbox row within the tenant's quota, start its container, and bring it
         to ready. Used for direct sandboxes and for pool members alike.
@@ -159,7 +160,9 @@ class SandboxService:
         ``pool_max`` = (environment id, max): refuse with ``NoCapacity`` when that pool already
         has ``max`` live sandboxes of this image; checked under the tenant row lock so two
         processes cannot both pass it. ``for_session``: the sandbox goes straight to
-        ``acquired`` for that session instead of ``ready``, so no one else can take it."""
+        ``acquired`` for that session instead of ``ready``, so no one else can take it.
+        ``setup`` runs while the sandbox is ``setting_up`` (its features' ``setup`` hooks); if
+        it fails the sandbox is shut down and the error is a ``SandboxStateError``."""
         if not await self.runtime.image_exists(image):
             raise ImageNotFound(f"image {image!r} is not available on this runtime", image=image)
         async with self._sessions.begin() as session:
@@ -214,6 +217,15 @@ class SandboxService:
         except BaseException as exc:
             await self.move(row.id, S.OFFLINE, f"start failed: {exc}"[:500])
             raise
+        if setup is not None:
+            try:
+                await setup(row, ref)
+            except Exception as exc:
+                await self.runtime.remove(ref)
+                await self.move(row.id, S.OFFLINE, f"setup failed: {exc}"[:500], runtime_ref=ref)
+                if isinstance(exc, SandboxStateError):
+                    raise
+                raise SandboxStateError(f"sandbox setup failed: {exc}") from exc
         if for_session is not None:
             return await self.move(
                 row.id,
@@ -268,8 +280,8 @@ class SandboxService:
 
     async def exec(self, principal: Principal, sandbox_id: str, request: ExecRequest) -> ExecResult:
         row = await self._usable(principal, sandbox_id)
-        if request.timeout > self._settings.exec_max_timeout or request.timeout <= 0:
-            raise InvalidInput(f"timeout must be in (0, {self._settings.exec_max_timeout}]", field="timeout")
+        if request.timeout > self.settings.exec_max_timeout or request.timeout <= 0:
+            raise InvalidInput(f"timeout must be in (0, {self.settings.exec_max_timeout}]", field="timeout")
         validate_env(request.env)
         assert row.runtime_ref is not None
         try:
@@ -295,7 +307,7 @@ class SandboxService:
         assert row.runtime_ref is not None
         try:
             return await self.runtime.read_file(
-                row.runtime_ref, target, row.workspace, self._settings.max_file_bytes
+                row.runtime_ref, target, row.workspace, self.settings.max_file_bytes
             )
         except SandboxStateError as exc:
             await self._broken(row, exc)
@@ -308,19 +320,24 @@ class SandboxService:
         await self.get(principal, sandbox_id)  # 404 for other tenants' ids
         await self.shutdown(sandbox_id, "deleted by client")
 
-    async def shutdown(self, sandbox_id: str, reason: str) -> None:
-        """Take a sandbox to offline, removing its container. Idempotent."""
+    async def shutdown(self, sandbox_id: str, reason: str, *, only_if: SandboxStatus | None = None) -> bool:
+        """Take a sandbox to offline, removing its container. Idempotent. With ``only_if``,
+        only a sandbox still in that status (checked under the row lock); returns whether it
+        was shut down by this call or already offline."""
         async with self._sessions.begin() as session:
             repo = SandboxRepository(session, None)
             row = await repo.get(sandbox_id, lock=True)
             if row.status == S.OFFLINE.value:
-                return
+                return True
+            if only_if is not None and row.status != only_if.value:
+                return False
             if row.status != S.SHUTTING_DOWN.value:
                 await repo.move(row, S.SHUTTING_DOWN, reason)
             ref = row.runtime_ref
         if ref is not None:
             await self.runtime.remove(ref)
         await self.move(sandbox_id, S.OFFLINE, reason)
+        return True
 
     async def list_pool_members(self) -> Sequence[Sandbox]:
         """Live sandboxes that belong to an environment's pool (any tenant)."""

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -41,7 +41,7 @@ from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.shell import ShellManager
 from sandlot.settings import Settings
-from sandlot.store.repositories import EnvironmentRepository, SandboxRepository, SessionRepository
+from sandlot.store.repositories import EnvironmentRepository, SessionRepository
 from sandlot.store.tables import Activity, Environment, Sandbox, Session, new_id
 from sandlot.store.types import utcnow
 
@@ -52,7 +52,6 @@ log = logging.getLogger(__name__)
 S = SandboxStatus
 ACTIVE = "active"
 ENDED = "ended"
-_ENV_CACHE_SECONDS = 2.0
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -91,31 +90,14 @@ class SessionService:
         self._shells = shells
         self.recorder = recorder
         self._settings = settings
-        self._feature_cache: dict[str, tuple[datetime, dict[str, Feature]]] = {}
-        self._env_cache: dict[str, tuple[Environment, float]] = {}
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
 
     # -- helpers -----------------------------------------------------------------------------
 
-    async def _environment(self, env_id: str) -> Environment:
-        """An environment's config, trusted for ``_ENV_CACHE_SECONDS`` (it only picks
-        features; session and sandbox state is always read fresh)."""
-        hit = self._env_cache.get(env_id)
-        if hit is not None and time.monotonic() - hit[1] < _ENV_CACHE_SECONDS:
-            return hit[0]
-        async with self._reads() as session:
-            env = await EnvironmentRepository(session, None).get(env_id)
-        self._env_cache[env_id] = (env, time.monotonic())
-        return env
-
     def features_of(self, env: Environment) -> dict[str, Feature]:
-        cached = self._feature_cache.get(env.id)
-        if cached is None or cached[0] != env.updated_at:
-            cached = (env.updated_at, self._features.build(env.features or {}))
-            self._feature_cache[env.id] = cached
-        return cached[1]
+        return self._environments.features_of(env)
 
     def _context(self, sess: Session, box: Sandbox) -> SessionContext:
         assert box.runtime_ref is not None
@@ -164,7 +146,7 @@ class SessionService:
         principal.require(Scope.SANDBOXES_WRITE)
         if session_id is not None and not _SESSION_ID_RE.match(session_id):
             raise InvalidInput("session_id must be 1-64 of [A-Za-z0-9_.-]", field="session_id")
-        env = await self._environments.get(principal, environment)
+        env = await self._environments.cached(principal.visible_tenant, environment)
         chosen = self._pick_image(env, image, feature)
         paths = [resolve_workspace_path("/workspace", f.path) for f in manifest]
         sid = session_id or new_id("ses")
@@ -178,30 +160,23 @@ class SessionService:
             state={"environment": env.name, "image": chosen},
             expires_at=now + timedelta(seconds=env.session_ttl_seconds) if env.session_ttl_seconds else None,
         )
-        # Warm path: claim a ready sandbox, record the session and move the sandbox into it,
-        # all in one transaction.
-        async with self._sessions.begin() as session:
-            sessions = SessionRepository(session, None)
-            await sessions.refuse_existing(sid)
-            box = await self._pools.claim(session, env, chosen, sid)
-            if box is not None:
-                row.sandbox_id = box.id
-                row.state["sandbox_id"] = box.id
-                await sessions.add(row)
-                await SandboxRepository(session, None).move(box, S.IN_SESSION, f"session {sid} started")
+        # Warm path: claim a ready sandbox straight into the session and record the session,
+        # atomically (one statement on PostgreSQL).
+        if session_id is not None:
+            async with self._reads() as session:
+                await SessionRepository(session, None).refuse_existing(sid)
+        box = await self._pools.claim(env, chosen, row, f"session {sid} started")
         warm = box is not None
         try:
             if box is None:
                 box = await self._pools.create_for(env, chosen, sid)
                 row.sandbox_id = box.id
-                row.state = {**row.state, "sandbox_id": box.id}
                 async with self._sessions.begin() as session:
                     await SessionRepository(session, None).add(row)
                 box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sid} started")
             ctx = self._context(row, box)
-            for feat in self.features_of(env).values():
-                if feat.sandbox_based and feat.applies_to(chosen):
-                    await feat.setup_session(ctx)
+            for feat in self._environments.sandbox_features(env, chosen):
+                await feat.setup_session(ctx)
             for path, item in zip(paths, manifest, strict=True):
                 await self._sandboxes.runtime.write_file(ctx.ref, path, item.content, box.workspace)
         except BaseException as exc:
@@ -258,9 +233,8 @@ class SessionService:
         try:
             box = await self._sandboxes.move(box.id, S.EXITING_SESSION, f"session {session_id}: {reason}")
             ctx = self._context(row, box)
-            for feat in self.features_of(env).values() if env else ():
-                if feat.sandbox_based and feat.applies_to(box.image):
-                    await feat.teardown_session(ctx)
+            for feat in self._environments.sandbox_features(env, box.image) if env else ():
+                await feat.teardown_session(ctx)
             await self._pools.release(box, env, f"session {session_id}")
         except SandlotError as exc:
             log.warning("ending session %s: %s; shutting its sandbox down", session_id, exc)
@@ -318,7 +292,7 @@ class SessionService:
             async with self._reads() as session:
                 repo = SessionRepository(session, principal.visible_tenant)
                 sess, box = await repo.get_with_sandbox(session_id)
-        env = await self._environment(sess.environment_id)
+        env = await self._environments.cached(None, sess.environment_id)
         if sess.status != ACTIVE:
             raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
         if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:

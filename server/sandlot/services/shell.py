@@ -3,15 +3,18 @@
 A ``docker exec`` costs ~50 ms; writing a line to a shell that is already attached costs well
 under a millisecond. Each command is framed so its output comes back exactly:
 
-- the shell runs it in a subshell (a fork, no exec: ~1 ms instead of ~2 ms for ``sh -c``), so
-  an ``exit 3`` ends only the command, never the shell;
-- the subshell first prints its pid (read from ``/proc/self/stat``) on stderr, so a timeout can
-  kill it and its descendants; then it loads the session's saved cwd and exported variables,
-  runs the command with ``eval``, and saves cwd and exports again on exit. The state lives in
-  files inside the sandbox (on a tmpfs, never in the workspace), so any API process, and a
-  restarted service, see the same state;
+- the shell runs it in a subshell (a fork, no exec), so an ``exit 3`` ends only the command,
+  never the shell. The shell reports its own pid once at start; since it runs one command at a
+  time, a timeout kills every descendant of the shell and spares the shell;
+- the subshell loads the session's saved cwd and exported variables, runs the command with
+  ``eval``, and saves cwd and exports again on exit. The state lives in files inside the
+  sandbox (on a tmpfs, never in the workspace), so any API process, and a restarted service,
+  see the same state;
 - after it ends the shell prints ``\\n<token> <exit code>\\n`` on stdout and ``\\n<token>\\n`` on
   stderr, where the token is random per command, so nothing a command prints can fake an end.
+
+A reader task moves the attached stream's chunks into a queue; the command loop waits on the
+queue with a deadline, so a timeout never cancels a read half-way through a frame.
 """
 
 from __future__ import annotations
@@ -31,23 +34,25 @@ __all__ = ["PersistentShell", "ShellManager", "ShellResult"]
 
 log = logging.getLogger(__name__)
 
-_BOOT = r"""S=%(state)s
-mkdir -p "$S"
+# $1: end token, $2: the command, $3: a W3C traceparent for the command (may be empty).
+_BOOT = r"""__sl_S=%(state)s
+mkdir -p "$__sl_S"
 __sl_run() {
   (
-    read -r __sl_p __sl_r < /proc/self/stat
-    printf '%%s\n' "$__sl_p" >&2
-    if [ -r "$S/env" ]; then . "$S/env"; cd "$__SL_CWD" 2>/dev/null; fi
-    unset __sl_p __sl_r
-    trap '__SL_CWD=$PWD; export __SL_CWD; export -p > "$S/env"' EXIT
+    if [ -r "$__sl_S/env" ]; then . "$__sl_S/env"; cd "$__SL_CWD" 2>/dev/null; fi
+    if [ -n "$3" ]; then export TRACEPARENT="$3"; else unset TRACEPARENT; fi
+    trap '__SL_CWD=$PWD; export __SL_CWD; export -p > "$__sl_S/env"' EXIT
     eval "$2"
   ) </dev/null
-  __sl_rc=$?
-  printf '\n%%s %%d\n' "$1" "$__sl_rc"
+  printf '\n%%s %%d\n' "$1" "$?"
   printf '\n%%s\n' "$1" >&2
 }
-printf 'ready\n'
+read -r __sl_pid __sl_rest < /proc/self/stat
+printf 'ready %%s\n' "$__sl_pid"
+unset __sl_pid __sl_rest
 """
+
+_EOF = object()
 
 
 def _quote(text: str) -> str:
@@ -69,27 +74,21 @@ class ShellResult:
 class _Framed:
     """Collects one stream of one command up to its end marker, keeping at most ``limit``."""
 
-    def __init__(self, marker: bytes, limit: int, *, pid_first: bool = False) -> None:
+    __slots__ = ("_pending", "after", "buf", "done", "marker")
+
+    def __init__(self, marker: bytes, limit: int) -> None:
         self.marker = marker
         self.buf = CappedBuffer(limit)
         self._pending = b""
         self.done = False
         self.after = b""  # what followed the marker (the exit code on stdout)
-        self._pid_first = pid_first
-        self.pid: int | None = None
 
     def feed(self, data: bytes) -> None:
         if self.done:
             self.after += data
             return
-        data = self._pending + data
-        if self._pid_first and self.pid is None:
-            head, sep, rest = data.partition(b"\n")
-            if not sep:
-                self._pending = data
-                return
-            self.pid = int(head) if head.isdigit() else -1
-            data = rest
+        if self._pending:
+            data = self._pending + data
         idx = data.find(self.marker)
         if idx >= 0:
             self.buf.write(data[:idx])
@@ -98,8 +97,11 @@ class _Framed:
             self._pending = b""
             return
         keep = len(self.marker) - 1
-        self.buf.write(data[:-keep] if len(data) > keep else b"")
-        self._pending = data[-keep:] if len(data) > keep else data
+        if len(data) > keep:
+            self.buf.write(data[:-keep])
+            self._pending = data[-keep:]
+        else:
+            self._pending = data
 
 
 class PersistentShell:
@@ -110,8 +112,10 @@ class PersistentShell:
         self._ref = ref
         self._key = key
         self._stream: ProcessStream | None = None
+        self._chunks: asyncio.Queue[tuple[int, bytes] | object] = asyncio.Queue()
+        self._pump: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
-        self._reading: asyncio.Future[tuple[int, bytes] | None] | None = None
+        self.pid: int | None = None
         self.broken = False
 
     @property
@@ -122,29 +126,44 @@ class PersistentShell:
     def state_dir(self) -> str:
         return f"{self._runtime.state_dir(self._ref)}/shell/{self._key}"
 
-    async def _read(self, timeout: float) -> tuple[int, bytes] | bool | None:
-        """Next chunk, None at EOF, or False when ``timeout`` passed with nothing."""
-        assert self._stream is not None
-        if self._reading is None:
-            self._reading = asyncio.ensure_future(self._stream.read())
-        done, _ = await asyncio.wait({self._reading}, timeout=max(timeout, 0))
-        if not done:
-            return False
-        fut, self._reading = self._reading, None
-        return fut.result()
+    async def _pump_chunks(self, stream: ProcessStream) -> None:
+        try:
+            while (chunk := await stream.read()) is not None:
+                self._chunks.put_nowait(chunk)
+        except SandboxStateError as exc:
+            log.info("persistent shell %s lost its stream: %s", self._key, exc)
+        finally:
+            self._chunks.put_nowait(_EOF)
+
+    async def _next(self, timeout: float) -> tuple[int, bytes] | bool | None:
+        """The next chunk, None at EOF, or False when ``timeout`` passed with nothing."""
+        try:
+            item = self._chunks.get_nowait()
+        except asyncio.QueueEmpty:
+            try:
+                async with asyncio.timeout(max(timeout, 0)):
+                    item = await self._chunks.get()
+            except TimeoutError:
+                return False
+        if item is _EOF:
+            self._chunks.put_nowait(_EOF)  # stays at EOF
+            return None
+        return item  # type: ignore[return-value]
 
     async def _start(self) -> None:
         self._stream = await self._runtime.open_process(self._ref, ["/bin/sh"])
-        boot = _BOOT % {"state": _quote(self.state_dir)}
-        await self._stream.write(boot.encode())
+        self._pump = asyncio.create_task(self._pump_chunks(self._stream))
+        await self._stream.write((_BOOT % {"state": _quote(self.state_dir)}).encode())
         seen = b""
         deadline = time.monotonic() + 10
-        while not seen.endswith(b"ready\n"):
-            chunk = await self._read(deadline - time.monotonic())
+        while not (seen.startswith(b"ready ") and seen.endswith(b"\n")):
+            chunk = await self._next(deadline - time.monotonic())
             if chunk is None or chunk is False:
                 raise SandboxStateError("the persistent shell did not start")
             assert not isinstance(chunk, bool)
-            seen += chunk[1]
+            if chunk[0] == 1:
+                seen += chunk[1]
+        self.pid = int(seen.split()[1])
 
     async def run(
         self,
@@ -153,6 +172,7 @@ class PersistentShell:
         timeout: float,
         silence_timeout: float | None,
         output_limit: int,
+        traceparent: str = "",
     ) -> ShellResult:
         if "\x00" in command:
             raise InvalidInput("command contains a NUL byte", field="command")
@@ -164,18 +184,20 @@ class PersistentShell:
             try:
                 if self._stream is None:
                     await self._start()
-                return await self._run(command, timeout, silence_timeout, output_limit)
+                return await self._run(command, timeout, silence_timeout, output_limit, traceparent)
             except SandboxStateError:
                 self.broken = True
                 raise
 
-    async def _run(self, command: str, timeout: float, silence: float | None, limit: int) -> ShellResult:
+    async def _run(
+        self, command: str, timeout: float, silence: float | None, limit: int, traceparent: str
+    ) -> ShellResult:
         assert self._stream is not None
         started = time.monotonic()
         token = f"__SL_{secrets.token_hex(12)}"
         out = _Framed(f"\n{token} ".encode(), limit)
-        err = _Framed(f"\n{token}\n".encode(), limit, pid_first=True)
-        await self._stream.write(f"__sl_run {token} {_quote(command)}\n".encode())
+        err = _Framed(f"\n{token}\n".encode(), limit)
+        await self._stream.write(f"__sl_run {token} {_quote(command)} {_quote(traceparent)}\n".encode())
         deadline = started + timeout
         last_output = started
         timed_out = silence_hit = False
@@ -188,7 +210,7 @@ class PersistentShell:
                     wait = min(wait, last_output + silence - now)
             else:
                 wait = killed_at + 5 - now
-            chunk = await self._read(wait)
+            chunk = await self._next(wait)
             if chunk is None:
                 raise SandboxStateError("the persistent shell ended (the sandbox may have died)")
             if chunk is False:
@@ -197,8 +219,8 @@ class PersistentShell:
                 timed_out = True
                 silence_hit = time.monotonic() < deadline
                 killed_at = time.monotonic()
-                if err.pid and err.pid > 0:
-                    await self._runtime.kill_tree(self._ref, err.pid)
+                if self.pid:
+                    await self._runtime.kill_tree(self._ref, self.pid, include_root=False)
                 continue
             assert not isinstance(chunk, bool)
             last_output = time.monotonic()
@@ -216,9 +238,9 @@ class PersistentShell:
         )
 
     async def close(self) -> None:
-        if self._reading is not None:
-            self._reading.cancel()
-            self._reading = None
+        if self._pump is not None:
+            self._pump.cancel()
+            self._pump = None
         if self._stream is not None:
             with contextlib.suppress(Exception):
                 await self._stream.close()

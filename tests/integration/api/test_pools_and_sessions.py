@@ -52,6 +52,20 @@ async def container_count(sandbox_id: str) -> int:
         await docker.close()
 
 
+async def break_sandbox(sandbox_id: str) -> None:
+    """Leave the container running but its workspace unwritable."""
+    docker = aiodocker.Docker()
+    try:
+        for c in await docker.containers.list(filters={"label": [f"dev.sandlot.sandbox={sandbox_id}"]}):
+            exe = await c.exec(["chmod", "0555", "/workspace"], user="1000")
+            async with exe.start(detach=False) as stream:
+                while await stream.read_out() is not None:
+                    pass
+            assert (await exe.inspect())["ExitCode"] == 0
+    finally:
+        await docker.close()
+
+
 # -- environments ------------------------------------------------------------------------
 
 
@@ -108,6 +122,29 @@ async def test_pool_warms_to_min_and_replaces_a_dead_sandbox(api: Api) -> None:
         return victim not in ready and len(ready) == 2
 
     await eventually(replaced)
+
+
+async def test_a_sandbox_failing_feature_housekeeping_is_replaced(api: Api) -> None:
+    """A container that still runs but cannot run a command fails the shell feature's
+    keepalive: the pool shuts it down, records why, and warms a replacement."""
+    env = await api.env(pool_size=[1, 2], **FAST)
+
+    async def one_ready() -> bool:
+        return len(await pool_members(api, env["id"])) == 1
+
+    await eventually(one_ready)
+    victim = (await pool_members(api, env["id"]))[0]["id"]
+    await break_sandbox(victim)
+
+    async def replaced() -> bool:
+        ready = {r["id"] for r in await pool_members(api, env["id"])}
+        return victim not in ready and len(ready) == 1
+
+    await eventually(replaced, timeout=40)
+    events = (await api.client.get(f"/v1/sandboxes/{victim}/events", headers=api.h)).json()
+    assert events[-1]["to_status"] == "offline"
+    assert any("feature shell housekeeping failed" in e["reason"] for e in events), events
+    assert await container_count(victim) == 0
     dead = (await api.client.get(f"/v1/sandboxes/{victim}", headers=api.h)).json()
     assert dead["status"] == "offline"
     await api.client.delete(f"/v1/environments/{env['id']}", headers=api.h)
