@@ -6,11 +6,15 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import cast
 
 from litestar import Litestar, Router
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.plugins.opentelemetry import OpenTelemetryConfig
+from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
 
 from sandlot import __version__
 from sandlot.api.deps import Services, provide_principal, provide_services
@@ -20,6 +24,7 @@ from sandlot.api.health import HealthController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
 from sandlot.api.sessions import SessionController
 from sandlot.features.registry import FeatureRegistry
+from sandlot.observability.tracing import TracedRuntime, Tracing, build_provider
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.select import make_runtime
 from sandlot.services.accounts import AccountService
@@ -40,8 +45,15 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> Litestar:
-    """Build the app. ``runtime`` overrides the one chosen from settings (tests use it)."""
+def create_app(
+    settings: Settings,
+    *,
+    runtime: SandboxRuntime | None = None,
+    tracer_provider: TracerProvider | None = None,
+) -> Litestar:
+    """Build the app. ``runtime`` overrides the one chosen from settings (tests use it);
+    ``tracer_provider`` overrides the one built from the ``otel_*`` settings."""
+    provider = tracer_provider or build_provider(settings)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -49,10 +61,18 @@ def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> 
         if settings.migrate_on_start:
             await asyncio.to_thread(migrate.upgrade, settings.database_url)
         engine = make_engine(settings.database_url)
+        Tracing.install(provider)
+        if provider is not None:
+            # its version check stops at SQLAlchemy 2.0; the engine events it uses are unchanged
+            # in 2.1 (tests/integration/test_observability.py checks the spans arrive)
+            SQLAlchemyInstrumentor().instrument(
+                engine=engine.sync_engine, tracer_provider=provider, skip_dep_check=True
+            )
         sessions = make_sessionmaker(engine)
         # Reads on the request path skip BEGIN/ROLLBACK round trips.
         reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
-        rt = runtime or await make_runtime(settings)
+        chosen = runtime or await make_runtime(settings)
+        rt: SandboxRuntime = cast(SandboxRuntime, TracedRuntime(chosen)) if provider else chosen
         registry = FeatureRegistry.discover()
         shells = ShellManager(rt)
         recorder = ActivityRecorder(sessions)
@@ -94,6 +114,11 @@ def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> 
             if runtime is None:
                 await rt.close()
             await engine.dispose()
+            if provider is not None:
+                SQLAlchemyInstrumentor().uninstrument()
+                provider.force_flush()
+                if Tracing.provider is provider:
+                    Tracing.install(None)
 
     files = Router(
         path="/",
@@ -110,8 +135,17 @@ def create_app(settings: Settings, *, runtime: SandboxRuntime | None = None) -> 
         ],
         request_max_body_size=settings.max_request_bytes,
     )
+    middleware = []
+    if provider is not None:
+        # request spans, continuing a client's traceparent; probes and scrapes are not traced
+        middleware.append(
+            OpenTelemetryConfig(
+                tracer_provider=provider, exclude=["/healthz", "/readyz", "/metrics"]
+            ).middleware
+        )
     return Litestar(
         route_handlers=[api, files],
+        middleware=middleware,
         lifespan=[lifespan],
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),

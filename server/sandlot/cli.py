@@ -25,8 +25,11 @@ T = TypeVar("T")
 def app_factory() -> Any:
     """Granian's entry point in each worker: settings from the environment."""
     from sandlot.app import create_app
+    from sandlot.observability.logs import configure_logging
 
-    return create_app(Settings())
+    settings = Settings()
+    configure_logging(settings)
+    return create_app(settings)
 
 
 def _out(as_json: bool, data: Any, text: str | Callable[[], str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from enum import StrEnum
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -123,6 +124,27 @@ class Settings(BaseSettings):
         description="How long a checked key is trusted without a database lookup; a revocation "
         "takes effect at once in the process that made it and within this time elsewhere.",
     )
+
+    # -- observability ---------------------------------------------------------------------
+    otel_exporter: Literal["none", "otlp-http", "otlp-grpc", "console"] = Field(
+        default="none",
+        description="Where traces go. none: tracing off (no middleware, non-recording spans).",
+    )
+    otel_endpoint: str = Field(
+        default="",
+        description="OTLP collector endpoint (http: base URL such as http://collector:4318; "
+        "grpc: host:4317). Empty: the exporter's default / OTEL_EXPORTER_OTLP_ENDPOINT.",
+    )
+    otel_insecure: bool = Field(default=True, description="OTLP over gRPC without TLS.")
+    otel_service_name: str = Field(default="sandlot", description="service.name of the traces.")
+    otel_sample_ratio: float = Field(
+        default=1.0, ge=0, le=1, description="Share of new traces sampled (a parent's decision wins)."
+    )
+    metrics_enabled: bool = Field(default=True, description="Serve Prometheus metrics at /metrics.")
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="json: one JSON object per line, with trace and span ids."
+    )
+    log_level: str = Field(default="INFO", description="Root log level.")
 
     # -- bootstrap -------------------------------------------------------------------------
     bootstrap_operator_key: bool = Field(

@@ -1,4 +1,4 @@
-"""Liveness and readiness."""
+"""Liveness, readiness and Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from litestar import Controller, Response, get
 from sqlalchemy import text
 
 from sandlot.api.deps import ServicesDep
-from sandlot.domain.errors import SandlotError
+from sandlot.domain.errors import NotFound, SandlotError
+from sandlot.observability.metrics import METRICS
 
 __all__ = ["HealthController"]
 
@@ -19,6 +20,23 @@ class HealthController(Controller):
     @get("/healthz", summary="The process answers")
     async def healthz(self) -> dict[str, str]:
         return {"status": "ok"}
+
+    @get(
+        "/metrics",
+        summary="Prometheus metrics (no tenant data in them)",
+        media_type="text/plain; version=0.0.4; charset=utf-8",
+    )
+    async def metrics(self, services: ServicesDep) -> Response[bytes]:
+        if not services.settings.metrics_enabled:
+            raise NotFound("metrics are disabled (SANDLOT_METRICS_ENABLED=false)")
+        by_status, pools = await services.pools.figures()
+        try:
+            await services.sandboxes.runtime.ping()
+            up = True
+        except SandlotError:
+            up = False
+        METRICS.refresh(by_status, pools, services.sandboxes.runtime.name, up)
+        return Response(METRICS.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @get("/readyz", summary="The database and the runtime answer")
     async def readyz(self, services: ServicesDep) -> Response[dict[str, Any]]:

@@ -25,6 +25,8 @@ from sandlot.domain.errors import (
 from sandlot.domain.pools import NO_POOL, PoolBounds, bounds_for, refill_count
 from sandlot.domain.status import SandboxStatus
 from sandlot.features.base import SandboxContext
+from sandlot.observability.metrics import PoolFigures
+from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span
 from sandlot.runtime.base import Limits
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
@@ -131,7 +133,14 @@ class PoolService:
         ctx = self._context(row)
         for feature in self._environments.sandbox_features(env, row.image):
             try:
-                await feature.housekeep(ctx)
+                with span(
+                    "feature.housekeep",
+                    links=SANDBOX_SPANS.links([row.id]),
+                    sandbox=row.id,
+                    image=row.image,
+                    feature=feature.name,
+                ):
+                    await feature.housekeep(ctx)
             except Exception as exc:
                 log.warning("feature %s housekeeping failed on %s: %s", feature.name, row.id, exc)
                 await self._sandboxes.shutdown(
@@ -160,11 +169,18 @@ class PoolService:
     async def claim(self, env: Environment, image: str, into: Session, reason: str) -> Sandbox | None:
         """Take a warm sandbox straight into the session ``into`` and record that session, or
         None when the pool has none ready (then no session row was written)."""
-        if self._engine.dialect.name == "postgresql":
-            async with self._reads() as session:  # one statement: autocommit is atomic
-                return await PoolRepository(session).claim_ready(env.id, image, into, reason)
-        async with self._sessions.begin() as session:
-            return await PoolRepository(session).claim_ready(env.id, image, into, reason)
+        with span("pool.claim", environment=env.name, image=image, session=into.id) as sp:
+            if self._engine.dialect.name == "postgresql":
+                async with self._reads() as session:  # one statement: autocommit is atomic
+                    row = await PoolRepository(session).claim_ready(env.id, image, into, reason)
+            else:
+                async with self._sessions.begin() as session:
+                    row = await PoolRepository(session).claim_ready(env.id, image, into, reason)
+            if row is not None:
+                sp.set_attribute(ATTR["sandbox"], row.id)
+                sp.add_event("sandbox.status", {ATTR["sandbox"]: row.id, ATTR["to_status"]: "acquired"})
+                sp.add_event("sandbox.status", {ATTR["sandbox"]: row.id, ATTR["to_status"]: "in_session"})
+            return row
 
     async def create_for(self, env: Environment, image: str, session_id: str) -> Sandbox:
         """Create a sandbox on demand for a session (status ``acquired``), within ``max``."""
@@ -176,6 +192,10 @@ class PoolService:
 
     async def release(self, row: Sandbox, env: Environment | None, reason: str) -> None:
         """After a session: reset the sandbox and return it to the pool, or shut it down."""
+        with span("pool.release", sandbox=row.id, image=row.image, reason=reason):
+            await self._release(row, env, reason)
+
+    async def _release(self, row: Sandbox, env: Environment | None, reason: str) -> None:
         bounds = self.bounds(env, row.image) if env is not None else NO_POOL
         if bounds.pooled and row.runtime_ref is not None:
             try:
@@ -188,6 +208,19 @@ class PoolService:
                 return
         await self._sandboxes.shutdown(row.id, f"{reason} (not pooled)")
 
+    async def figures(self) -> tuple[dict[str, int], list[PoolFigures]]:
+        """Sandboxes by status and, per environment and image, ready count and bounds."""
+        async with self._reads() as session:
+            repo = PoolRepository(session)
+            by_status = await repo.by_status()
+            ready = await repo.ready_by_environment()
+        pools = []
+        for env in await self._environments.all():
+            for image in env.images:
+                bounds = self.bounds(env, image)
+                pools.append(PoolFigures(image, ready.get((env.id, image), 0), bounds.min, bounds.max))
+        return by_status, pools
+
     # -- housekeeping -------------------------------------------------------------------------
 
     async def housekeep_all(self, *, force: bool = False) -> None:
@@ -196,19 +229,28 @@ class PoolService:
             if not lead:
                 return
             envs = await self._environments.all()
-            # one listing per round instead of one inspect per sandbox
-            running = {o.ref for o in await self._sandboxes.runtime.list_owned() if o.running}
             now = time.monotonic()
-            for env in envs:
-                last = self._last_housekeeping.get(env.id, 0.0)
-                if not force and now - last < env.housekeeping_interval_seconds:
-                    continue
-                self._last_housekeeping[env.id] = now
-                try:
-                    await self.housekeep(env, running)
-                except Exception:
-                    log.exception("housekeeping of environment %s failed", env.name)
+            due = [
+                env
+                for env in envs
+                if force
+                or now - self._last_housekeeping.get(env.id, 0.0) >= env.housekeeping_interval_seconds
+            ]
+            if due:  # a trace per round that does something, not per tick
+                with span("pool.housekeep", root=True):
+                    await self._housekeep_round(due, now)
             await self._drain_orphans({e.id for e in envs})
+
+    async def _housekeep_round(self, due: list[Environment], now: float) -> None:
+        # one listing per round instead of one inspect per sandbox
+        running = {o.ref for o in await self._sandboxes.runtime.list_owned() if o.running}
+        for env in due:
+            self._last_housekeeping[env.id] = now
+            try:
+                with span("pool.housekeep_environment", tenant=env.tenant_id, environment=env.name):
+                    await self.housekeep(env, running)
+            except Exception:
+                log.exception("housekeeping of environment %s failed", env.name)
 
     async def _drain_orphans(self, env_ids: set[str]) -> None:
         """Shut down idle pool sandboxes whose environment was deleted."""

@@ -7,6 +7,7 @@ Every status change goes through ``SandboxRepository.move`` (the status machine)
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -28,6 +29,8 @@ from sandlot.domain.errors import (
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SandboxStatus
+from sandlot.observability.metrics import METRICS
+from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, current_traceparent, span
 from sandlot.runtime.base import (
     LABEL_SANDBOX,
     LABEL_TENANT,
@@ -154,6 +157,38 @@ class SandboxService:
         for_session: str | None = None,
         setup: Callable[[Sandbox, str], Awaitable[None]] | None = None,
     ) -> Sandbox:
+        """Create a sandbox (see :meth:`_provision`), as a ``sandbox.provision`` span."""
+        with span("sandbox.provision", tenant=tenant_id, image=image, environment=environment_id) as sp:
+            row = await self._provision(
+                tenant_id,
+                image,
+                limits,
+                ttl,
+                ask,
+                environment_id=environment_id,
+                extra_labels=extra_labels,
+                pool_max=pool_max,
+                for_session=for_session,
+                setup=setup,
+            )
+            sp.set_attribute(ATTR["sandbox"], row.id)
+            SANDBOX_SPANS.remember(row.id)
+            return row
+
+    async def _provision(
+        self,
+        tenant_id: str,
+        image: str,
+        limits: Limits,
+        ttl: int | None,
+        ask: NewSandbox,
+        *,
+        environment_id: str | None = None,
+        extra_labels: Mapping[str, str] | None = None,
+        pool_max: tuple[str, int] | None = None,
+        for_session: str | None = None,
+        setup: Callable[[Sandbox, str], Awaitable[None]] | None = None,
+    ) -> Sandbox:
         """Create a sandbox row within the tenant's quota, start its container, and bring it
         to ready. Used for direct sandboxes and for pool members alike.
 
@@ -251,15 +286,16 @@ class SandboxService:
         runtime_ref: str | None = None,
         session_id: str | object | None = ...,
     ) -> Sandbox:
-        async with self._sessions.begin() as session:
-            repo = SandboxRepository(session, None)
-            row = await repo.get(sandbox_id, lock=True)
-            if runtime_ref is not None:
-                row.runtime_ref = runtime_ref
-            if session_id is not ...:
-                row.session_id = session_id  # type: ignore[assignment]
-            await repo.move(row, target, reason)
-            return row
+        with span("sandbox.status", sandbox=sandbox_id, reason=reason, to_status=target.value):
+            async with self._sessions.begin() as session:
+                repo = SandboxRepository(session, None)
+                row = await repo.get(sandbox_id, lock=True)
+                if runtime_ref is not None:
+                    row.runtime_ref = runtime_ref
+                if session_id is not ...:
+                    row.session_id = session_id  # type: ignore[assignment]
+                await repo.move(row, target, reason)
+                return row
 
     # -- use --------------------------------------------------------------------------------
 
@@ -284,8 +320,14 @@ class SandboxService:
             raise InvalidInput(f"timeout must be in (0, {self.settings.exec_max_timeout}]", field="timeout")
         validate_env(request.env)
         assert row.runtime_ref is not None
+        traceparent = current_traceparent()
+        if traceparent:
+            request = dataclasses.replace(request, env={**request.env, "TRACEPARENT": traceparent})
         try:
-            return await self.runtime.exec(row.runtime_ref, request)
+            with span("sandbox.exec", tenant=row.tenant_id, sandbox=row.id, image=row.image):
+                result = await self.runtime.exec(row.runtime_ref, request)
+            METRICS.command.labels("exec").observe(result.duration_ms / 1000)
+            return result
         except SandboxStateError as exc:
             await self._broken(row, exc)
             raise
@@ -321,6 +363,11 @@ class SandboxService:
         await self.shutdown(sandbox_id, "deleted by client")
 
     async def shutdown(self, sandbox_id: str, reason: str, *, only_if: SandboxStatus | None = None) -> bool:
+        """:meth:`_shutdown` as a ``sandbox.shutdown`` span."""
+        with span("sandbox.shutdown", sandbox=sandbox_id, reason=reason):
+            return await self._shutdown(sandbox_id, reason, only_if)
+
+    async def _shutdown(self, sandbox_id: str, reason: str, only_if: SandboxStatus | None) -> bool:
         """Take a sandbox to offline, removing its container. Idempotent. With ``only_if``,
         only a sandbox still in that status (checked under the row lock); returns whether it
         was shut down by this call or already offline."""
@@ -352,7 +399,10 @@ class SandboxService:
         done = 0
         for row in expired:
             try:
-                await self.shutdown(row.id, "ttl expired")
+                with span(
+                    "reaper.expire_sandbox", root=True, links=SANDBOX_SPANS.links([row.id]), sandbox=row.id
+                ):
+                    await self.shutdown(row.id, "ttl expired")
                 done += 1
             except Exception:
                 log.exception("could not reap sandbox %s", row.id)

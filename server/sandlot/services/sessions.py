@@ -34,6 +34,8 @@ from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SandboxStatus
 from sandlot.features.base import Feature, SessionContext
 from sandlot.features.registry import FeatureRegistry
+from sandlot.observability.metrics import METRICS
+from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span
 from sandlot.services.accounts import Principal
 from sandlot.services.activities import ActivityRecord, ActivityRecorder
 from sandlot.services.environments import EnvironmentService
@@ -143,6 +145,25 @@ class SessionService:
         manifest: Sequence[ManifestFile] = (),
     ) -> tuple[Session, bool]:
         """Start a session; returns it and whether its sandbox came warm from the pool."""
+        started = time.perf_counter()
+        with span("session.start", tenant=principal.tenant_id, environment=environment) as sp:
+            row, warm = await self._start(principal, environment, image, feature, session_id, manifest)
+            sp.set_attributes(
+                {ATTR["session"]: row.id, ATTR["sandbox"]: row.sandbox_id or "", ATTR["image"]: row.image}
+            )
+            sp.set_attribute(ATTR["warm"], warm)
+        METRICS.acquire.labels("warm" if warm else "cold").observe(time.perf_counter() - started)
+        return row, warm
+
+    async def _start(
+        self,
+        principal: Principal,
+        environment: str,
+        image: str | None,
+        feature: str | None,
+        session_id: str | None,
+        manifest: Sequence[ManifestFile],
+    ) -> tuple[Session, bool]:
         principal.require(Scope.SANDBOXES_WRITE)
         if session_id is not None and not _SESSION_ID_RE.match(session_id):
             raise InvalidInput("session_id must be 1-64 of [A-Za-z0-9_.-]", field="session_id")
@@ -218,6 +239,10 @@ class SessionService:
             return row
 
     async def _end(self, session_id: str, reason: str) -> Session:
+        with span("session.end", session=session_id, reason=reason):
+            return await self._end_untraced(session_id, reason)
+
+    async def _end_untraced(self, session_id: str, reason: str) -> Session:
         row = await self._finish(session_id, reason)
         self._hot.pop(session_id, None)
         if row is None:
@@ -267,7 +292,9 @@ class SessionService:
             if reason is None:
                 continue
             try:
-                await self._end(row.id, reason)
+                links = SANDBOX_SPANS.links([row.sandbox_id] if row.sandbox_id else [])
+                with span("reaper.end_session", root=True, links=links, session=row.id, reason=reason):
+                    await self._end(row.id, reason)
                 ended += 1
             except Exception:
                 log.exception("could not end session %s", row.id)
@@ -319,8 +346,19 @@ class SessionService:
             args_summary=_summary(args),
         )
         started = time.perf_counter()
+        activity_span = span(
+            f"activity {feature_name}.{activity_name}",
+            tenant=sess.tenant_id,
+            environment=env.name,
+            image=box.image,
+            sandbox=box.id,
+            session=sess.id,
+            feature=feature_name,
+            activity=activity_name,
+        )
         try:
-            result = await spec.method(feature, self._context(sess, box), parsed)
+            with activity_span:
+                result = await spec.method(feature, self._context(sess, box), parsed)
             self._hot[session_id] = (sess, box)
             return result
         except SandlotError as exc:
@@ -339,6 +377,10 @@ class SessionService:
         finally:
             record.duration_ms = (time.perf_counter() - started) * 1000
             self.recorder.record(record)
+            outcome = "ok" if record.error_code is None else "error"
+            METRICS.activities.labels(feature_name, activity_name, outcome).inc()
+            if record.error_code is not None:
+                METRICS.activity_errors.labels(feature_name, activity_name, record.error_code).inc()
 
     async def _sandbox_lost(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
         log.warning("session %s lost its sandbox %s: %s", sess.id, box.id, exc)

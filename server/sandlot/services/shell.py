@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 
 from sandlot.domain.errors import Conflict, InvalidInput, SandboxStateError
+from sandlot.observability.metrics import METRICS
+from sandlot.observability.tracing import current_traceparent
 from sandlot.runtime.base import ProcessStream, SandboxRuntime
 from sandlot.runtime.output import CappedBuffer
 
@@ -172,8 +174,12 @@ class PersistentShell:
         timeout: float,
         silence_timeout: float | None,
         output_limit: int,
-        traceparent: str = "",
+        traceparent: str | None = None,
     ) -> ShellResult:
+        """Run ``command``; ``traceparent`` (default: the current span's) is exported to it as
+        ``TRACEPARENT`` so a program inside can continue the trace."""
+        if traceparent is None:
+            traceparent = current_traceparent()
         if "\x00" in command:
             raise InvalidInput("command contains a NUL byte", field="command")
         if self._lock.locked():
@@ -184,7 +190,9 @@ class PersistentShell:
             try:
                 if self._stream is None:
                     await self._start()
-                return await self._run(command, timeout, silence_timeout, output_limit, traceparent)
+                result = await self._run(command, timeout, silence_timeout, output_limit, traceparent)
+                METRICS.command.labels("shell").observe(result.duration_ms / 1000)
+                return result
             except SandboxStateError:
                 self.broken = True
                 raise

@@ -251,6 +251,22 @@ class PoolRepository:
         rows = (await self.session.execute(query)).all()
         return {(image, status): int(n) for image, status, n in rows}
 
+    async def ready_by_environment(self) -> dict[tuple[str, str], int]:
+        """(environment id, image) -> ready sandboxes, over every environment."""
+        query = (
+            select(col(Sandbox.environment_id), col(Sandbox.image), func.count())
+            .where(col(Sandbox.environment_id).is_not(None))
+            .where(col(Sandbox.status) == SandboxStatus.READY.value)
+            .group_by(col(Sandbox.environment_id), col(Sandbox.image))
+        )
+        rows = (await self.session.execute(query)).all()
+        return {(str(env), image): int(n) for env, image, n in rows}
+
+    async def by_status(self) -> dict[str, int]:
+        """Sandboxes per status, every tenant."""
+        query = select(col(Sandbox.status), func.count()).group_by(col(Sandbox.status))
+        return {status: int(n) for status, n in (await self.session.execute(query)).all()}
+
     async def claim_ready(
         self, environment_id: str, image: str, into: Session, reason: str
     ) -> Sandbox | None:

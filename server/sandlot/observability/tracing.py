@@ -1,0 +1,221 @@
+"""OpenTelemetry tracing: set up from settings, and the spans Sandlot opens itself.
+
+Request spans come from Litestar's OpenTelemetry middleware (only installed when tracing is
+on); under them, the services open child spans for lifecycle events and for every feature
+activity with the ``sandlot.*`` attributes below. Background loops start their own root spans
+and link them to the spans that created the sandboxes they touch.
+
+When tracing is off, :data:`tracer` hands out OpenTelemetry's non-recording spans: no exporter,
+no processor, no allocation beyond the span object, so the cost is not measurable (the
+benchmark ``bench/bench_tracing.py`` shows it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import logging
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.propagate import inject
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBasedTraceIdRatio
+from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode
+
+from sandlot import __version__
+from sandlot.settings import Settings
+
+__all__ = [
+    "ATTR",
+    "SANDBOX_SPANS",
+    "SandboxSpans",
+    "TracedRuntime",
+    "Tracing",
+    "build_provider",
+    "current_traceparent",
+    "span",
+]
+
+log = logging.getLogger(__name__)
+
+#: Attribute names on Sandlot's spans (never a secret: ids and names only).
+ATTR = {
+    "tenant": "sandlot.tenant_id",
+    "environment": "sandlot.environment",
+    "image": "sandlot.image",
+    "sandbox": "sandlot.sandbox_id",
+    "session": "sandlot.session_id",
+    "feature": "sandlot.feature",
+    "activity": "sandlot.activity",
+    "outcome": "sandlot.outcome",
+    "error_type": "error.type",
+    "reason": "sandlot.reason",
+    "to_status": "sandlot.to_status",
+    "warm": "sandlot.warm",
+}
+
+
+class Tracing:
+    """The tracer provider in use. One per process: the app factory installs it, and code
+    that opens spans asks :func:`tracer` for the current one."""
+
+    provider: trace.TracerProvider = trace.NoOpTracerProvider()
+    enabled: bool = False
+    _tracer: trace.Tracer = trace.NoOpTracer()
+
+    @classmethod
+    def install(cls, provider: trace.TracerProvider | None) -> None:
+        cls.provider = provider or trace.NoOpTracerProvider()
+        cls.enabled = provider is not None
+        cls._tracer = cls.provider.get_tracer("sandlot", __version__)
+
+    @classmethod
+    def tracer(cls) -> trace.Tracer:
+        return cls._tracer
+
+
+def build_provider(settings: Settings, *, processor: SpanProcessor | None = None) -> TracerProvider | None:
+    """A tracer provider from settings, or None when tracing is off.
+
+    ``processor`` replaces the exporter from settings (tests pass an in-memory one)."""
+    if processor is None and settings.otel_exporter == "none":
+        return None
+    provider = TracerProvider(
+        resource=Resource.create(
+            {"service.name": settings.otel_service_name, "service.version": __version__}
+        ),
+        sampler=ParentBasedTraceIdRatio(settings.otel_sample_ratio),
+    )
+    if processor is None:
+        processor = BatchSpanProcessor(_exporter(settings))
+    provider.add_span_processor(processor)
+    return provider
+
+
+def _exporter(settings: Settings) -> Any:
+    kind = settings.otel_exporter
+    endpoint = settings.otel_endpoint or None
+    if kind == "otlp-http":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+        return OTLPSpanExporter(endpoint=f"{endpoint.rstrip('/')}/v1/traces" if endpoint else None)
+    if kind == "otlp-grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
+            OTLPSpanExporter as GrpcExporter,
+        )
+
+        return GrpcExporter(endpoint=endpoint, insecure=settings.otel_insecure)
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    return ConsoleSpanExporter()
+
+
+def _attributes(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {ATTR.get(k, k): v for k, v in values.items() if v is not None}
+
+
+@contextlib.contextmanager
+def span(
+    name: str,
+    *,
+    links: list[Link] | None = None,
+    root: bool = False,
+    **attributes: Any,
+) -> Iterator[Span]:
+    """A span named ``name`` under the current one (``root``: a new trace, for background
+    work). Keyword attributes use the short names of :data:`ATTR`. An exception marks the span
+    as an error with ``error.type`` (the Sandlot error code where there is one) and goes on."""
+    ctx = otel_context.Context() if root else None
+    with Tracing.tracer().start_as_current_span(
+        name,
+        context=ctx,
+        links=links,
+        attributes=_attributes(attributes),
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            if current.is_recording():
+                fail(current, exc)
+            raise
+        else:
+            if current.is_recording() and ATTR["outcome"] not in getattr(current, "attributes", {}):
+                current.set_attribute(ATTR["outcome"], "ok")
+
+
+def fail(current: Span, exc: BaseException) -> None:
+    """Mark ``current`` as failed by ``exc``."""
+    code = getattr(exc, "code", None) or type(exc).__name__
+    current.set_attribute(ATTR["outcome"], "error")
+    current.set_attribute(ATTR["error_type"], str(code))
+    current.set_status(Status(StatusCode.ERROR, str(exc)[:300]))
+    current.record_exception(exc)
+
+
+def current_traceparent() -> str:
+    """The W3C ``traceparent`` of the current span, or "" when nothing is being traced."""
+    if not Tracing.enabled:
+        return ""
+    carrier: dict[str, str] = {}
+    inject(carrier)
+    return carrier.get("traceparent", "")
+
+
+class SandboxSpans:
+    """Remembers the span that created each sandbox, so background work that touches the
+    sandbox later can link to it (bounded; the oldest are forgotten first)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._limit = limit
+        self._spans: OrderedDict[str, SpanContext] = OrderedDict()
+
+    def remember(self, sandbox_id: str) -> None:
+        if not Tracing.enabled:
+            return
+        ctx = trace.get_current_span().get_span_context()
+        if ctx.is_valid:
+            self._spans[sandbox_id] = ctx
+            self._spans.move_to_end(sandbox_id)
+            while len(self._spans) > self._limit:
+                self._spans.popitem(last=False)
+
+    def links(self, sandbox_ids: list[str]) -> list[Link]:
+        return [Link(self._spans[s], {ATTR["sandbox"]: s}) for s in sandbox_ids if s in self._spans]
+
+
+#: The process's memory of which span created which sandbox.
+SANDBOX_SPANS = SandboxSpans()
+
+
+class TracedRuntime:
+    """Wraps a :class:`~sandlot.runtime.base.SandboxRuntime` so every call is a
+    ``runtime.<method>`` span (``sandlot.runtime`` and, where the first argument is a
+    container reference, ``sandlot.runtime_ref``). Installed only when tracing is on."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.name = inner.name
+
+    def __getattr__(self, attr: str) -> Any:
+        target = getattr(self._inner, attr)
+        if attr.startswith("_") or not inspect.iscoroutinefunction(target):
+            return target
+
+        @functools.wraps(target)
+        async def traced(*args: Any, **kwargs: Any) -> Any:
+            attrs: dict[str, Any] = {"sandlot.runtime": self.name}
+            if args and isinstance(args[0], str):
+                attrs["sandlot.runtime_ref"] = args[0][:64]
+            with span(f"runtime.{attr}", **attrs):
+                return await target(*args, **kwargs)
+
+        return traced
