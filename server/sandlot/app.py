@@ -21,6 +21,7 @@ from sandlot.api.deps import Services, provide_principal, provide_services
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
+from sandlot.api.processes import ProcessController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
 from sandlot.api.sessions import SessionController
 from sandlot.features.registry import FeatureRegistry
@@ -32,6 +33,7 @@ from sandlot.services.activities import ActivityRecorder
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.loops import PeriodicLoop
 from sandlot.services.pools import PoolService
+from sandlot.services.processes import ProcessService
 from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
@@ -79,15 +81,17 @@ def create_app(
         sandboxes = SandboxService(sessions, rt, settings)
         environments = EnvironmentService(sessions, registry, reads)
         pools = PoolService(engine, sessions, sandboxes, environments)
+        session_service = SessionService(
+            sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings
+        )
         services = Services(
             settings=settings,
             accounts=AccountService(sessions, reads, cache_seconds=settings.auth_cache_seconds),
             sandboxes=sandboxes,
             environments=environments,
             pools=pools,
-            sessions=SessionService(
-                sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings
-            ),
+            sessions=session_service,
+            processes=ProcessService(sessions, session_service, rt, settings),
         )
         app.state.services = services
         if settings.reconcile_on_start:
@@ -131,6 +135,7 @@ def create_app(
             SandboxController,
             EnvironmentController,
             SessionController,
+            ProcessController,
             HealthController,
         ],
         request_max_body_size=settings.max_request_bytes,

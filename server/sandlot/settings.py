@@ -100,6 +100,12 @@ class Settings(BaseSettings):
         "and the result says `truncated`.",
     )
     exec_max_timeout: float = Field(default=3600, gt=0, description="Longest command timeout.")
+    process_output_limit: int = Field(
+        default=32 << 20,
+        ge=1024,
+        description="Bytes of a background process's output kept (in the sandbox, on its tmpfs); "
+        "the rest is read and dropped so the process carries on.",
+    )
 
     # -- background loops ------------------------------------------------------------------
     reaper_enabled: bool = Field(default=True, description="Shut down expired sandboxes.")

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 
@@ -39,6 +46,53 @@ async def client(app_settings: Settings) -> AsyncIterator[AsyncTestClient]:
     app = create_app(app_settings)
     async with AsyncTestClient(app, timeout=120) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def live_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real ``sandlot serve`` (granian) on the test database, beside the in-process app: a
+    second API process of the same deployment. Yields its base URL (http://127.0.0.1:PORT)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {
+        **os.environ,
+        "SANDLOT_DATABASE_URL": pg_url,
+        "SANDLOT_PORT": str(port),
+        "SANDLOT_RUNTIME": "docker",
+        "SANDLOT_INSTANCE": INSTANCE,
+        "SANDLOT_DATA_DIR": str(tmp_path_factory.mktemp("live")),
+        "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+        "SANDLOT_RECONCILE_ON_START": "false",  # the in-process app is creating containers too
+        "SANDLOT_PROCESS_OUTPUT_LIMIT": str(1 << 20),
+        "SANDLOT_POOL_INTERVAL": "0.3",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sandlot", "serve"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail("the live server did not come up")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(scope="session")

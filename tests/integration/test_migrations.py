@@ -26,6 +26,7 @@ TABLES = {
     "environments",
     "sessions",
     "activities",
+    "processes",
 }
 
 

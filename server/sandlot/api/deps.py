@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
-from litestar import Request
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 from litestar.params import QueryParameter
@@ -13,6 +12,7 @@ from litestar.params import QueryParameter
 from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
+from sandlot.services.processes import ProcessService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
@@ -39,6 +39,7 @@ class Services:
     environments: EnvironmentService
     pools: PoolService
     sessions: SessionService
+    processes: ProcessService
 
 
 def provide_services(state: State) -> Services:
@@ -46,10 +47,9 @@ def provide_services(state: State) -> Services:
     return services
 
 
-async def provide_principal(
-    request: Request[Any, Any, Any], services: NamedDependency[Services]
-) -> Principal:
-    return await services.accounts.authenticate(request.headers.get("authorization"))
+async def provide_principal(headers: dict[str, str], services: NamedDependency[Services]) -> Principal:
+    """The caller, from the ``Authorization`` header (HTTP requests and WebSockets alike)."""
+    return await services.accounts.authenticate(headers.get("authorization"))
 
 
 #: Annotations for controller parameters that receive the dependencies above.

@@ -20,6 +20,8 @@ __all__ = [
     "ExecIn",
     "ExecOut",
     "FileWritten",
+    "ProcessOut",
+    "ProcessStart",
     "SandboxCreate",
     "SandboxEventOut",
     "SandboxOut",
@@ -234,3 +236,36 @@ class ActivityOut(_Out):
     error: str | None
     error_code: str | None
     started_at: datetime
+
+
+class ProcessStart(_In):
+    """A command to start detached; its output is kept (capped) and readable from any offset."""
+
+    command: Annotated[str, Field(min_length=1, max_length=8000)]
+    env: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=32768)]] = Field(
+        default_factory=dict, max_length=256
+    )
+    cwd: Annotated[str | None, Field(max_length=4096)] = None
+
+
+class ProcessOut(_Out):
+    id: str
+    session_id: str
+    sandbox_id: str
+    command: str
+    pid: int | None
+    status: str
+    exit_code: int | None
+    output_bytes: int
+    cpu_seconds: float | None
+    peak_memory_kb: int | None
+    started_at: datetime
+    ended_at: datetime | None
+    duration_seconds: float | None = None
+
+    @classmethod
+    def of(cls, row: object) -> Self:
+        out = super().of(row)
+        end = out.ended_at
+        out.duration_seconds = (end - out.started_at).total_seconds() if end else None
+        return out

@@ -9,6 +9,10 @@ __all__ = [
     "KILL_SESSION",
     "KILL_TREE",
     "OOM_COUNT",
+    "PROC_FOLLOW",
+    "PROC_READ",
+    "PROC_START",
+    "PROC_STATUS",
     "REPORT_PID_AND_EXEC",
     "RESET_SANDBOX",
     "RESOLVE_PATH",
@@ -120,4 +124,79 @@ done
 rm -rf "$state"
 find "$ws" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
 [ -z "$(ls -A "$ws")" ] || { echo "workspace not empty" >&2; exit 1; }
+"""
+
+#: Run as ``sh -c PROC_START sh DIR CAP COMMAND [CWD]``: starts COMMAND detached in a new session
+#: (its leader's pid is written to DIR/pid and printed), stdin from /dev/null, stdout and
+#: stderr merged into DIR/out. Only the first CAP bytes are kept; the rest is read and dropped,
+#: so the command never blocks or dies on a full pipe. When COMMAND ends its exit code goes to
+#: DIR/rc.tmp, and once every byte is in DIR/out it is renamed to DIR/rc: "rc exists" means
+#: "the output is complete".
+PROC_START = r"""
+d=$1; cap=$2; cmd=$3; cwd=${4:-}
+mkdir -p "$d" || exit 1
+: > "$d/out"
+setsid sh -c '
+  d=$1; cap=$2
+  echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"
+  if [ -n "$4" ]; then cd "$4" || { echo "no such directory: $4" > "$d/out"; echo 126 > "$d/rc"; exit; }; fi
+  { ( eval "$3" ) </dev/null 2>&1; echo $? > "$d/rc.tmp"; } | { head -c "$cap"; cat > /dev/null; } >> "$d/out"
+  mv "$d/rc.tmp" "$d/rc"
+' sh "$d" "$cap" "$cmd" "$cwd" </dev/null >/dev/null 2>&1 &
+i=0
+while [ ! -s "$d/pid" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+cat "$d/pid"
+"""
+
+#: Run as ``sh -c PROC_STATUS sh DIR``: prints four lines: the exit code (empty while it runs or
+#: if it was killed), whether its session still has processes (1/0), the output size in bytes,
+#: then "CPU_TICKS PEAK_KB" summed/maxed over the session's live processes (0 0 when none).
+PROC_STATUS = r"""
+d=$1
+read -r sid < "$d/pid" 2>/dev/null || sid=
+rc=; [ -r "$d/rc" ] && read -r rc < "$d/rc"
+alive=0; ticks=0; peak=0
+if [ -n "$sid" ]; then
+  for f in /proc/[0-9]*/stat; do
+    read -r line < "$f" 2>/dev/null || continue
+    rest=${line##*) }
+    set -- $rest
+    [ "$4" = "$sid" ] || continue
+    alive=1
+    ticks=$((ticks + ${12} + ${13}))
+    p=${f%/stat}
+    while read -r k v _; do
+      if [ "$k" = VmHWM: ] && [ "$v" -gt "$peak" ]; then peak=$v; fi
+    done < "$p/status" 2>/dev/null
+  done
+fi
+size=$(stat -c %s "$d/out" 2>/dev/null || echo 0)
+printf '%s\n%s\n%s\n%s %s\n' "$rc" "$alive" "$size" "$ticks" "$peak"
+"""
+
+#: Run as ``sh -c PROC_READ sh DIR OFFSET LIMIT``: at most LIMIT bytes of DIR/out from OFFSET.
+PROC_READ = r"""
+tail -c +$(($2 + 1)) "$1/out" 2>/dev/null | head -c "$3"
+"""
+
+#: Run as ``sh -c PROC_FOLLOW sh DIR OFFSET``: writes DIR/out from OFFSET as it grows and ends
+#: once all of it was written and the output is complete (DIR/rc exists) or the command's
+#: session leader is gone (killed). The leader is checked before the size, so nothing written
+#: before it died is missed.
+PROC_FOLLOW = r"""
+d=$1; off=$2
+read -r sid < "$d/pid" || exit 3
+while :; do
+  fin=0; [ -e "$d/rc" ] && fin=1
+  kill -0 "$sid" 2>/dev/null || fin=1
+  size=$(stat -c %s "$d/out")
+  if [ "$size" -gt "$off" ]; then
+    tail -c +$((off + 1)) "$d/out" | head -c $((size - off))
+    off=$size
+  elif [ $fin = 1 ]; then
+    exit 0
+  else
+    sleep 0.02
+  fi
+done
 """

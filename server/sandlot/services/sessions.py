@@ -214,6 +214,19 @@ class SessionService:
         async with self._reads() as session:
             return await SessionRepository(session, principal.visible_tenant).get(session_id)
 
+    async def sandbox_of(self, principal: Principal, session_id: str) -> tuple[Session, Sandbox]:
+        """An active session of the caller and the sandbox it holds (409 when the session is
+        not active; ``SandboxStateError`` when its sandbox is gone)."""
+        principal.require(Scope.SANDBOXES_WRITE)
+        async with self._reads() as session:
+            repo = SessionRepository(session, principal.visible_tenant)
+            sess, box = await repo.get_with_sandbox(session_id)
+        if sess.status != ACTIVE:
+            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+        if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
+            raise SandboxStateError(f"the sandbox of session {session_id} is gone; start a new session")
+        return sess, box
+
     async def list(
         self, principal: Principal, *, statuses: Sequence[str] | None, limit: int, offset: int
     ) -> Sequence[Session]:

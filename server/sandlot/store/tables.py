@@ -163,3 +163,24 @@ class Activity(SQLModel, table=True):
     error: str | None = Field(default=None, max_length=1000)
     error_code: str | None = Field(default=None, max_length=100)
     started_at: datetime = _ts()
+
+
+class Process(SQLModel, table=True):
+    """A command started detached in a session's sandbox; its output stays in the sandbox
+    (``DIR/out``, capped) and can be read from any byte offset."""
+
+    __tablename__ = "processes"
+
+    id: str = Field(default_factory=lambda: new_id("prc"), primary_key=True, max_length=32)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
+    session_id: str = Field(index=True, max_length=64)
+    sandbox_id: str = Field(max_length=32)
+    command: str = Field(max_length=8000)
+    pid: int | None = None
+    status: str = Field(default="running", max_length=20)
+    exit_code: int | None = None
+    output_bytes: int = 0
+    cpu_seconds: float | None = None
+    peak_memory_kb: int | None = None
+    started_at: datetime = _ts()
+    ended_at: datetime | None = Field(default=None, sa_type=UtcDateTime)

@@ -1,0 +1,188 @@
+"""Background processes: commands started detached in a session's sandbox.
+
+A process runs in its own session inside the sandbox (``setsid``); its stdout and stderr go,
+merged, to a file in the sandbox's state directory (on a tmpfs), of which the first
+``process_output_limit`` bytes are kept. Output is read from any byte offset, and followed
+live by :meth:`ProcessService.follow`, which a WebSocket streams: a client that reconnects with
+the number of bytes it already has gets the rest, nothing lost and nothing twice. Killing a
+process kills every process of its session, children that left its process tree included. The
+rows in the store remember each process; status, CPU time and peak memory are read from the
+sandbox whenever a client asks while it runs.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlmodel import col, select
+
+from sandlot.domain.errors import InvalidInput, NotFound, SandboxStateError
+from sandlot.observability.tracing import current_traceparent, span
+from sandlot.runtime.base import ExecRequest, SandboxRuntime
+from sandlot.runtime.scripts import KILL_SESSION, PROC_FOLLOW, PROC_READ, PROC_START, PROC_STATUS
+from sandlot.services.accounts import Principal
+from sandlot.services.sandboxes import validate_env
+from sandlot.services.sessions import SessionService
+from sandlot.settings import Settings
+from sandlot.store.tables import Process, Sandbox
+from sandlot.store.types import utcnow
+
+__all__ = ["RUNNING", "ProcessService"]
+
+RUNNING = "running"
+EXITED = "exited"
+KILLED = "killed"
+_CLOCK_TICKS = 100  # USER_HZ on Linux
+_QUICK = 15.0
+
+
+class ProcessService:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        session_service: SessionService,
+        runtime: SandboxRuntime,
+        settings: Settings,
+    ) -> None:
+        self._sessions = sessions
+        self._session_service = session_service
+        self._runtime = runtime
+        self._settings = settings
+
+    def _dir(self, box: Sandbox, process_id: str) -> str:
+        assert box.runtime_ref is not None
+        return f"{self._runtime.state_dir(box.runtime_ref)}/proc/{process_id}"
+
+    async def _sh(
+        self, box: Sandbox, script: str, *args: str, limit: int = 1 << 16
+    ) -> tuple[int | None, bytes]:
+        assert box.runtime_ref is not None
+        req = ExecRequest(["/bin/sh", "-c", script, "sh", *args], timeout=_QUICK, output_limit=limit)
+        res = await self._runtime.exec(box.runtime_ref, req)
+        return res.exit_code, res.stdout
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(
+        self,
+        principal: Principal,
+        session_id: str,
+        command: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> Process:
+        if not command.strip() or "\x00" in command:
+            raise InvalidInput("command must be a non-empty string without NUL bytes", field="command")
+        env = dict(env or {})
+        validate_env(env)
+        sess, box = await self._session_service.sandbox_of(principal, session_id)
+        row = Process(tenant_id=sess.tenant_id, session_id=sess.id, sandbox_id=box.id, command=command)
+        traceparent = current_traceparent()
+        if traceparent:
+            env.setdefault("TRACEPARENT", traceparent)
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        with span("process.start", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
+            code, out = await self._sh(
+                box,
+                PROC_START,
+                self._dir(box, row.id),
+                str(self._settings.process_output_limit),
+                exports + command,
+                cwd or box.workspace,
+            )
+        pid = out.strip()
+        if code != 0 or not pid.isdigit():
+            raise SandboxStateError(f"could not start the process (exit {code}): {out[-300:]!r}")
+        row.pid = int(pid)
+        async with self._sessions.begin() as session:
+            session.add(row)
+        return row
+
+    async def _row(self, principal: Principal, session_id: str, process_id: str) -> tuple[Process, Sandbox]:
+        _, box = await self._session_service.sandbox_of(principal, session_id)
+        async with self._sessions() as session:
+            row = await session.get(Process, process_id)
+        if row is None or row.session_id != session_id:
+            raise NotFound(f"no process {process_id!r} in session {session_id}", process_id=process_id)
+        return row, box
+
+    async def _refresh(self, row: Process, box: Sandbox) -> Process:
+        """Read the process's state from the sandbox and store what changed."""
+        if row.status != RUNNING:
+            return row
+        code, out = await self._sh(box, PROC_STATUS, self._dir(box, row.id))
+        lines = out.decode(errors="replace").split("\n")
+        if code != 0 or len(lines) < 4:
+            raise SandboxStateError(f"could not read the process's status (exit {code})")
+        rc, alive, size = lines[0].strip(), lines[1].strip() == "1", lines[2].strip()
+        ticks, _, peak = lines[3].partition(" ")
+        row.output_bytes = int(size) if size.isdigit() else row.output_bytes
+        if alive and int(ticks or 0):
+            row.cpu_seconds = int(ticks) / _CLOCK_TICKS
+        if alive and int(peak or 0):
+            row.peak_memory_kb = max(row.peak_memory_kb or 0, int(peak))
+        if rc.lstrip("-").isdigit():
+            row.status, row.exit_code = EXITED, int(rc)
+        elif not alive:
+            row.status = KILLED
+        if row.status != RUNNING:
+            row.ended_at = utcnow()
+        async with self._sessions.begin() as session:
+            await session.merge(row)
+        return row
+
+    async def get(self, principal: Principal, session_id: str, process_id: str) -> Process:
+        row, box = await self._row(principal, session_id, process_id)
+        return await self._refresh(row, box)
+
+    async def list(self, principal: Principal, session_id: str) -> Sequence[Process]:
+        _, box = await self._session_service.sandbox_of(principal, session_id)
+        async with self._sessions() as session:
+            query = (
+                select(Process).where(col(Process.session_id) == session_id).order_by(col(Process.started_at))
+            )
+            rows = (await session.scalars(query)).all()
+        return [await self._refresh(r, box) for r in rows]
+
+    async def kill(self, principal: Principal, session_id: str, process_id: str) -> Process:
+        """Kill every process of the process's session (stop, then kill, so a fork loop cannot
+        outrun it), then report it."""
+        row, box = await self._row(principal, session_id, process_id)
+        if row.status == RUNNING and row.pid:
+            with span("process.kill", session=session_id, sandbox=box.id):
+                await self._sh(box, KILL_SESSION, str(row.pid))
+        return await self._refresh(row, box)
+
+    # -- output ------------------------------------------------------------------------------
+
+    async def read(
+        self, principal: Principal, session_id: str, process_id: str, offset: int, limit: int
+    ) -> tuple[bytes, Process]:
+        row, box = await self._row(principal, session_id, process_id)
+        row = await self._refresh(row, box)
+        code, data = await self._sh(
+            box, PROC_READ, self._dir(box, row.id), str(offset), str(limit), limit=limit
+        )
+        if code != 0:
+            raise SandboxStateError(f"could not read the process's output (exit {code})")
+        return data, row
+
+    async def follow(
+        self, principal: Principal, session_id: str, process_id: str, offset: int
+    ) -> AsyncIterator[bytes]:
+        """The output from ``offset`` as it is written, until the process has ended and all of
+        its output was yielded. The caller's pace is the stream's pace (nothing piles up)."""
+        row, box = await self._row(principal, session_id, process_id)
+        assert box.runtime_ref is not None
+        stream = await self._runtime.open_process(
+            box.runtime_ref, ["/bin/sh", "-c", PROC_FOLLOW, "sh", self._dir(box, row.id), str(offset)]
+        )
+        try:
+            while (chunk := await stream.read()) is not None:
+                if chunk[0] == 1 and chunk[1]:
+                    yield chunk[1]
+        finally:
+            await stream.close()
