@@ -3,7 +3,10 @@ and a WebSocket that streams it live and resumes from an offset after a reconnec
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+import contextlib
+from collections.abc import Coroutine
+from typing import Annotated, Any
 
 from litestar import Controller, Response, WebSocket, get, post, websocket
 from litestar.exceptions import WebSocketDisconnect
@@ -13,7 +16,7 @@ from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.schemas import ProcessOut, ProcessStart
 from sandlot.domain.errors import SandlotError
 
-__all__ = ["ProcessController"]
+__all__ = ["ProcessController", "until_disconnected"]
 
 ByteOffset = Annotated[int, QueryParameter(ge=0, le=1 << 40)]
 ByteLimit = Annotated[int, QueryParameter(ge=1, le=16 << 20)]
@@ -107,18 +110,41 @@ class ProcessController(Controller):
         # check access before the handshake completes: a stranger gets no stream at all
         await services.processes.get(principal, session_id, process_id)
         await socket.accept()
-        sent = offset
-        try:
-            async for chunk in services.processes.follow(principal, session_id, process_id, offset):
-                await socket.send_bytes(chunk)
-                sent += len(chunk)
-            row = await services.processes.get(principal, session_id, process_id)
-            await socket.send_json(
-                {"type": "exit", "status": row.status, "exit_code": row.exit_code, "offset": sent}
-            )
-            await socket.close()
-        except WebSocketDisconnect:
-            return
-        except SandlotError as exc:
-            await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
-            await socket.close(code=1011)
+
+        async def pump() -> None:
+            sent = offset
+            try:
+                async for chunk in services.processes.follow(principal, session_id, process_id, offset):
+                    await socket.send_bytes(chunk)
+                    sent += len(chunk)
+                row = await services.processes.get(principal, session_id, process_id)
+                end = {"type": "exit", "status": row.status, "exit_code": row.exit_code, "offset": sent}
+                await socket.send_json(end)
+                await socket.close()
+            except SandlotError as exc:
+                await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
+                await socket.close(code=1011)
+
+        await until_disconnected(socket, pump())
+
+
+async def until_disconnected(socket: WebSocket, work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` while watching the client: when it goes away (or sends a close) the work
+    is cancelled at once, so a dropped stream stops reading from the sandbox and the client's
+    close handshake is answered without delay."""
+
+    async def watch() -> None:
+        while True:
+            message = await socket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+
+    tasks = {asyncio.ensure_future(work), asyncio.ensure_future(watch())}
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
+                await task
