@@ -23,7 +23,7 @@ from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
 from sandlot.api.processes import ProcessController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
-from sandlot.api.sessions import SessionController
+from sandlot.api.sessions import SessionController, SnapshotController
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.tracing import TracedRuntime, Tracing, build_provider
 from sandlot.runtime.base import SandboxRuntime
@@ -38,8 +38,10 @@ from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
 from sandlot.services.shell import ShellManager
+from sandlot.services.snapshots import SnapshotService
 from sandlot.settings import Settings
 from sandlot.store import migrate
+from sandlot.store.blobs import FileBlobStore
 from sandlot.store.engine import make_engine, make_sessionmaker
 
 __all__ = ["create_app"]
@@ -81,8 +83,9 @@ def create_app(
         sandboxes = SandboxService(sessions, rt, settings)
         environments = EnvironmentService(sessions, registry, reads)
         pools = PoolService(engine, sessions, sandboxes, environments)
+        snapshots = SnapshotService(sessions, FileBlobStore(settings.data_dir / "blobs"), rt, settings)
         session_service = SessionService(
-            sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings
+            sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings, snapshots
         )
         services = Services(
             settings=settings,
@@ -135,6 +138,7 @@ def create_app(
             SandboxController,
             EnvironmentController,
             SessionController,
+            SnapshotController,
             ProcessController,
             HealthController,
         ],

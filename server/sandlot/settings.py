@@ -100,6 +100,9 @@ class Settings(BaseSettings):
         "and the result says `truncated`.",
     )
     exec_max_timeout: float = Field(default=3600, gt=0, description="Longest command timeout.")
+    max_snapshot_bytes: int = Field(
+        default=1 << 30, ge=1 << 20, description="Largest workspace archive a snapshot may take."
+    )
     process_output_limit: int = Field(
         default=32 << 20,
         ge=1024,

@@ -27,6 +27,7 @@ TABLES = {
     "sessions",
     "activities",
     "processes",
+    "snapshots",
 }
 
 

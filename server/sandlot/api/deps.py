@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from litestar.datastructures import State
+from litestar.datastructures import Headers, State
 from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 
@@ -47,7 +47,7 @@ def provide_services(state: State) -> Services:
     return services
 
 
-async def provide_principal(headers: dict[str, str], services: NamedDependency[Services]) -> Principal:
+async def provide_principal(headers: Headers, services: NamedDependency[Services]) -> Principal:
     """The caller, from the ``Authorization`` header (HTTP requests and WebSockets alike)."""
     return await services.accounts.authenticate(headers.get("authorization"))
 

@@ -50,6 +50,9 @@ _CODE_BY_HTTP = {
 }
 
 
+_RESERVED = frozenset({"type", "title", "status", "code", "detail", "retryable", "headers"})
+
+
 def problem(
     status: int, code: str, detail: str, headers: dict[str, str] | None = None, **extra: Any
 ) -> Response[dict[str, Any]]:
@@ -69,7 +72,11 @@ def _sandlot_error(_: Request[Any, Any, Any], exc: SandlotError) -> Response[dic
     headers = None
     if isinstance(exc, NoCapacity):
         headers = {"Retry-After": str(exc.retry_after)}
-    extra = {k: v for k, v in exc.extra.items() if isinstance(v, str | int | float | bool)}
+    extra = {
+        (f"resource_{k}" if k in _RESERVED else k): v
+        for k, v in exc.extra.items()
+        if isinstance(v, str | int | float | bool)
+    }
     return problem(status, exc.code, exc.message, headers, retryable=exc.retryable, **extra)
 
 

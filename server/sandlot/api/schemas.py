@@ -22,11 +22,13 @@ __all__ = [
     "FileWritten",
     "ProcessOut",
     "ProcessStart",
+    "ResumeOut",
     "SandboxCreate",
     "SandboxEventOut",
     "SandboxOut",
     "SessionCreate",
     "SessionOut",
+    "SnapshotOut",
 ]
 
 
@@ -152,6 +154,7 @@ class EnvironmentFields(_In):
     idle_timeout_seconds: Annotated[int | None, Field(ge=1)] = 600
     outage_grace_period_seconds: Annotated[float, Field(ge=0)] = 60.0
     housekeeping_interval_seconds: Annotated[float, Field(gt=0, le=3600)] = 10.0
+    idle_action: Literal["end", "suspend"] = "end"
 
 
 class EnvironmentCreate(EnvironmentFields):
@@ -174,6 +177,7 @@ class EnvironmentUpdate(_In):
     idle_timeout_seconds: Annotated[int | None, Field(ge=1)] = None
     outage_grace_period_seconds: Annotated[float | None, Field(ge=0)] = None
     housekeeping_interval_seconds: Annotated[float | None, Field(gt=0, le=3600)] = None
+    idle_action: Literal["end", "suspend"] | None = None
 
 
 class EnvironmentOut(EnvironmentFields, _Out):
@@ -201,6 +205,10 @@ class SessionCreate(_In):
     feature: Annotated[str | None, Field(max_length=100)] = None
     session_id: Annotated[str | None, Field(max_length=64)] = None
     manifest: Annotated[list[ManifestEntry], Field(max_length=1000)] = Field(default_factory=list)
+    snapshot_id: Annotated[
+        str | None,
+        Field(max_length=32, description="Start with the workspace (and shell state) of this snapshot."),
+    ] = None
 
 
 class SessionOut(_Out):
@@ -269,3 +277,20 @@ class ProcessOut(_Out):
         end = out.ended_at
         out.duration_seconds = (end - out.started_at).total_seconds() if end else None
         return out
+
+
+class SnapshotOut(_Out):
+    id: str
+    session_id: str
+    parent_id: str | None
+    kind: str
+    size_bytes: int
+    file_count: int
+    diff: dict[str, list[str]]
+    created_at: datetime
+
+
+class ResumeOut(_Out):
+    session: SessionOut
+    how: Literal["reattached", "hydrated"]
+    snapshot_id: str | None = None

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, Response, delete, get, post
 from litestar.params import FromPath, JSONBody
 
 from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
-from sandlot.api.schemas import ActivityOut, SessionCreate, SessionOut
+from sandlot.api.schemas import ActivityOut, ResumeOut, SessionCreate, SessionOut, SnapshotOut
 from sandlot.services.sessions import ManifestFile
 
-__all__ = ["SessionController"]
+__all__ = ["SessionController", "SnapshotController"]
 
 
 class SessionController(Controller):
@@ -30,6 +30,7 @@ class SessionController(Controller):
             feature=data.feature,
             session_id=data.session_id,
             manifest=manifest,
+            snapshot_id=data.snapshot_id,
         )
         return SessionOut.started(row, warm)
 
@@ -82,3 +83,60 @@ class SessionController(Controller):
     ) -> list[ActivityOut]:
         rows = await services.sessions.activities(principal, session_id, limit=limit, offset=offset)
         return [ActivityOut.of(r) for r in rows]
+
+    @post("/{session_id:str}/checkpoints", status_code=201, summary="Snapshot the workspace now")
+    async def checkpoint(
+        self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> SnapshotOut:
+        return SnapshotOut.of(await services.sessions.checkpoint(principal, session_id))
+
+    @get("/{session_id:str}/checkpoints", summary="The session's snapshots, oldest first, with diffs")
+    async def checkpoints(
+        self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> list[SnapshotOut]:
+        await services.sessions.get(principal, session_id)
+        rows = await services.sessions.snapshots.of_session(principal, session_id)
+        return [SnapshotOut.of(r) for r in rows]
+
+    @post("/{session_id:str}/suspend", status_code=200, summary="Snapshot, then freeze the sandbox")
+    async def suspend(
+        self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> SessionOut:
+        return SessionOut.of(await services.sessions.suspend(principal, session_id))
+
+    @post(
+        "/{session_id:str}/resume",
+        status_code=200,
+        summary="Reattach to the sandbox, or hydrate a replacement from the last snapshot",
+    )
+    async def resume(
+        self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> ResumeOut:
+        row, how, snapshot_id = await services.sessions.resume(principal, session_id)
+        return ResumeOut(session=SessionOut.of(row), how=how, snapshot_id=snapshot_id)  # type: ignore[arg-type]
+
+
+class SnapshotController(Controller):
+    path = "/v1/snapshots"
+    tags = ["snapshots"]
+
+    @get("/{snapshot_id:str}", summary="A snapshot's metadata and diff")
+    async def get_snapshot(
+        self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> SnapshotOut:
+        return SnapshotOut.of(await services.sessions.snapshots.get(principal, snapshot_id))
+
+    @get(
+        "/{snapshot_id:str}/archive",
+        summary="Download the workspace as a tar",
+        media_type="application/x-tar",
+    )
+    async def archive(
+        self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> Response[bytes]:
+        data = await services.sessions.snapshots.archive(principal, snapshot_id)
+        return Response(
+            data,
+            media_type="application/x-tar",
+            headers={"Content-Disposition": f'attachment; filename="{snapshot_id}.tar"'},
+        )

@@ -181,6 +181,23 @@ class SandboxRuntime(Protocol):
         """Read the regular file at ``path`` (inside ``workspace``), at most ``limit`` bytes."""
         ...
 
+    async def export_workspace(self, ref: str, workspace: str, limit: int) -> bytes:
+        """The workspace as an uncompressed tar whose member names are relative to it (no
+        leading component), owners and modes kept. Over ``limit`` bytes: ``PayloadTooLarge``."""
+        ...
+
+    async def import_workspace(self, ref: str, workspace: str, archive: bytes) -> None:
+        """Unpack a tar made by :meth:`export_workspace` into the (empty) workspace."""
+        ...
+
+    async def pause(self, ref: str) -> None:
+        """Freeze every process of the sandbox (it keeps its memory and files)."""
+        ...
+
+    async def unpause(self, ref: str) -> None:
+        """Undo :meth:`pause`; raises ``SandboxStateError`` when the sandbox is gone."""
+        ...
+
     async def close(self) -> None:
         """Release connections."""
         ...

@@ -29,6 +29,7 @@ from sandlot.domain.errors import (
     RuntimeUnavailable,
     SandboxStateError,
 )
+from sandlot.runtime.archives import strip_first_component
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
     LABEL_MANAGED,
@@ -202,7 +203,7 @@ class DockerRuntime:
             OwnedSandbox(
                 ref=c.id,
                 labels=c._container.get("Labels") or {},
-                running=c._container.get("State") == "running",
+                running=c._container.get("State") in ("running", "paused"),  # paused: suspended
             )
             for c in found
         ]
@@ -403,6 +404,34 @@ class DockerRuntime:
                 raise SandboxStateError("sandbox container is gone") from exc
             raise InvalidInput(f"could not write {path!r}: {exc.message}", path=path) from exc
 
+    async def export_workspace(self, ref: str, workspace: str, limit: int) -> bytes:
+        raw = await _docker_call(self, "archive", ref, method="GET", params={"path": workspace})
+        if len(raw) > limit:
+            raise PayloadTooLarge(f"the workspace archive is over {limit} bytes")
+        return await asyncio.to_thread(strip_first_component, raw)
+
+    async def import_workspace(self, ref: str, workspace: str, archive: bytes) -> None:
+        await _docker_call(
+            self,
+            "archive",
+            ref,
+            method="PUT",
+            data=archive,
+            headers={"content-type": "application/x-tar"},
+            params={"path": workspace},
+        )
+
+    async def pause(self, ref: str) -> None:
+        await _docker_call(self, "pause", ref, method="POST")
+
+    async def unpause(self, ref: str) -> None:
+        try:
+            await _docker_call(self, "unpause", ref, method="POST")
+        except SandboxStateError:
+            if not await self.is_running(ref):
+                raise
+            # "not paused" is fine: resuming a sandbox that was never frozen
+
     async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> bytes:
         found = await self._resolve(ref, path, workspace)
         if found.tail:
@@ -426,6 +455,19 @@ class DockerRuntime:
             handle = tar.extractfile(member)
             assert handle is not None
             return handle.read()
+
+
+async def _docker_call(self: DockerRuntime, what: str, ref: str, **kw: Any) -> bytes:
+    """One raw Docker API call on a container; 404 is ``SandboxStateError``."""
+    try:
+        async with self.docker._query(f"containers/{ref}/{what}", **kw) as resp:
+            return bytes(await resp.read())
+    except aiodocker.DockerError as exc:
+        if exc.status == 404:
+            raise SandboxStateError("sandbox container is gone") from exc
+        raise SandboxStateError(f"docker {what} failed: {exc.message}") from exc
+    except OSError as exc:
+        raise _unavailable(exc) from exc
 
 
 class _ExecStream:

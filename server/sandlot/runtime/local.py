@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import stat
+import tarfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from sandlot.domain.errors import (
     PayloadTooLarge,
     SandboxStateError,
 )
+from sandlot.runtime.archives import extract_into, tar_directory
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
     LABEL_MANAGED,
@@ -314,6 +316,26 @@ class LocalRuntime:
                 f.write(data)
 
         await asyncio.to_thread(write)
+
+    async def export_workspace(self, ref: str, workspace: str, limit: int) -> bytes:
+        self._meta(ref)
+        data = await asyncio.to_thread(tar_directory, self._dir(ref) / "workspace")
+        if len(data) > limit:
+            raise PayloadTooLarge(f"the workspace archive is over {limit} bytes")
+        return data
+
+    async def import_workspace(self, ref: str, workspace: str, archive: bytes) -> None:
+        self._meta(ref)
+        try:
+            await asyncio.to_thread(extract_into, self._dir(ref) / "workspace", archive)
+        except (tarfile.TarError, OSError) as exc:
+            raise InvalidInput(f"could not unpack the archive: {exc}") from exc
+
+    async def pause(self, ref: str) -> None:
+        self._meta(ref)  # nothing runs between commands here: the shells were closed
+
+    async def unpause(self, ref: str) -> None:
+        self._meta(ref)
 
     async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> bytes:
         self._meta(ref)

@@ -42,6 +42,7 @@ _EDITABLE = frozenset(
         "idle_timeout_seconds",
         "outage_grace_period_seconds",
         "housekeeping_interval_seconds",
+        "idle_action",
     }
 )
 
@@ -73,6 +74,8 @@ class EnvironmentService:
             self.features.build(fields["features"] or {})
         if "env" in fields:
             validate_env(fields["env"] or {})
+        if fields.get("idle_action") not in (None, "end", "suspend"):
+            raise InvalidInput("idle_action is 'end' or 'suspend'", field="idle_action")
 
     async def create(self, principal: Principal, name: str, fields: Mapping[str, Any]) -> Environment:
         principal.require(Scope.SANDBOXES_WRITE)

@@ -42,17 +42,19 @@ from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.shell import ShellManager
+from sandlot.services.snapshots import SnapshotService
 from sandlot.settings import Settings
 from sandlot.store.repositories import EnvironmentRepository, SessionRepository
-from sandlot.store.tables import Activity, Environment, Sandbox, Session, new_id
+from sandlot.store.tables import Activity, Environment, Sandbox, Session, Snapshot, new_id
 from sandlot.store.types import utcnow
 
-__all__ = ["ACTIVE", "ENDED", "ManifestFile", "SessionService"]
+__all__ = ["ACTIVE", "ENDED", "SUSPENDED", "ManifestFile", "SessionService"]
 
 log = logging.getLogger(__name__)
 
 S = SandboxStatus
 ACTIVE = "active"
+SUSPENDED = "suspended"
 ENDED = "ended"
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -82,6 +84,7 @@ class SessionService:
         shells: ShellManager,
         recorder: ActivityRecorder,
         settings: Settings,
+        snapshots: SnapshotService,
     ) -> None:
         self._sessions = sessions
         self._reads = reads
@@ -92,6 +95,7 @@ class SessionService:
         self._shells = shells
         self.recorder = recorder
         self._settings = settings
+        self.snapshots = snapshots
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
@@ -143,11 +147,14 @@ class SessionService:
         feature: str | None = None,
         session_id: str | None = None,
         manifest: Sequence[ManifestFile] = (),
+        snapshot_id: str | None = None,
     ) -> tuple[Session, bool]:
-        """Start a session; returns it and whether its sandbox came warm from the pool."""
+        """Start a session; returns it and whether its sandbox came warm from the pool.
+        ``snapshot_id``: the workspace and shell state start as that snapshot's."""
         started = time.perf_counter()
         with span("session.start", tenant=principal.tenant_id, environment=environment) as sp:
-            row, warm = await self._start(principal, environment, image, feature, session_id, manifest)
+            snap = await self.snapshots.get(principal, snapshot_id) if snapshot_id else None
+            row, warm = await self._start(principal, environment, image, feature, session_id, manifest, snap)
             sp.set_attributes(
                 {ATTR["session"]: row.id, ATTR["sandbox"]: row.sandbox_id or "", ATTR["image"]: row.image}
             )
@@ -163,6 +170,7 @@ class SessionService:
         feature: str | None,
         session_id: str | None,
         manifest: Sequence[ManifestFile],
+        snap: Snapshot | None,
     ) -> tuple[Session, bool]:
         principal.require(Scope.SANDBOXES_WRITE)
         if session_id is not None and not _SESSION_ID_RE.match(session_id):
@@ -196,6 +204,8 @@ class SessionService:
                     await SessionRepository(session, None).add(row)
                 box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sid} started")
             ctx = self._context(row, box)
+            if snap is not None:
+                await self.snapshots.restore(snap, box, sid)
             for feat in self._environments.sandbox_features(env, chosen):
                 await feat.setup_session(ctx)
             for path, item in zip(paths, manifest, strict=True):
@@ -241,11 +251,17 @@ class SessionService:
         return await self._end(session_id, reason)
 
     async def _finish(self, session_id: str, reason: str) -> Session | None:
-        """Mark the session ended; None if it already was."""
+        """Mark the session ended; None if it already was. A suspended session's sandbox is
+        thawed first so its reset can run."""
         async with self._sessions.begin() as session:
             row = await SessionRepository(session, None).get(session_id, lock=True)
             if row.status == ENDED:
                 return None
+            if row.status == SUSPENDED and row.sandbox_id is not None:
+                box = await session.get(Sandbox, row.sandbox_id)
+                if box is not None and box.runtime_ref is not None:
+                    with contextlib.suppress(SandlotError):
+                        await self._sandboxes.runtime.unpause(box.runtime_ref)
             row.status = ENDED
             row.end_reason = reason
             row.ended_at = utcnow()
@@ -288,30 +304,120 @@ class SessionService:
         await self.recorder.flush()
         now = utcnow()
         async with self._reads() as session:
-            active = await SessionRepository(session, None).list(statuses=[ACTIVE], limit=1_000_000)
+            live = await SessionRepository(session, None).list(statuses=[ACTIVE, SUSPENDED], limit=1_000_000)
             envs = {e.id: e for e in await EnvironmentRepository(session, None).list()}
         ended = 0
-        for row in active:
+        for row in live:
             env = envs.get(row.environment_id)
             reason = None
             if row.expires_at is not None and row.expires_at <= now:
                 reason = "ttl expired"
             elif (
-                env is not None
+                row.status == ACTIVE
+                and env is not None
                 and env.idle_timeout_seconds
                 and row.last_activity_at + timedelta(seconds=env.idle_timeout_seconds) <= now
             ):
                 reason = "idle timeout"
             if reason is None:
                 continue
+            links = SANDBOX_SPANS.links([row.sandbox_id] if row.sandbox_id else [])
             try:
-                links = SANDBOX_SPANS.links([row.sandbox_id] if row.sandbox_id else [])
+                if reason == "idle timeout" and env is not None and env.idle_action == "suspend":
+                    with span("reaper.suspend_session", root=True, links=links, session=row.id):
+                        await self._suspend(row.id, "idle timeout")
+                    continue
                 with span("reaper.end_session", root=True, links=links, session=row.id, reason=reason):
                     await self._end(row.id, reason)
                 ended += 1
             except Exception:
                 log.exception("could not end session %s", row.id)
         return ended
+
+    # -- checkpoints, suspend and resume -------------------------------------------------------
+
+    async def checkpoint(self, principal: Principal, session_id: str) -> Snapshot:
+        sess, box = await self.sandbox_of(principal, session_id)
+        return await self.snapshots.take(sess, box, "checkpoint")
+
+    async def suspend(self, principal: Principal, session_id: str) -> Session:
+        """Snapshot the session, then freeze its sandbox. The session keeps the sandbox (it
+        counts against quota) until it is resumed or its TTL ends it."""
+        await self.sandbox_of(principal, session_id)
+        return await self._suspend(session_id, "suspended by client")
+
+    async def _suspend(self, session_id: str, reason: str) -> Session:
+        async with self._reads() as session:
+            sess, box = await SessionRepository(session, None).get_with_sandbox(session_id)
+        if sess.status != ACTIVE or box is None or box.runtime_ref is None:
+            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+        with span("session.suspend", tenant=sess.tenant_id, session=sess.id, sandbox=box.id, reason=reason):
+            snap = await self.snapshots.take(sess, box, "suspend")
+            self._hot.pop(session_id, None)
+            await self._shells.close(session_id)
+            await self._sandboxes.runtime.pause(box.runtime_ref)
+            async with self._sessions.begin() as session:
+                row = await SessionRepository(session, None).get(session_id, lock=True)
+                row.status = SUSPENDED
+                row.end_reason = reason
+                row.state = {**row.state, "snapshot_id": snap.id, "suspended_at": utcnow().isoformat()}
+                return row
+
+    async def resume(self, principal: Principal, session_id: str) -> tuple[Session, str, str | None]:
+        """Reattach to the session's sandbox when it is alive; otherwise create a replacement
+        and hydrate it from the session's last snapshot. Returns the session, how
+        ("reattached" or "hydrated") and the snapshot used."""
+        principal.require(Scope.SANDBOXES_WRITE)
+        sess = await self.get(principal, session_id)
+        if sess.status == ENDED:
+            raise Conflict(f"session {session_id} has ended; start a new one from its snapshot", status=ENDED)
+        with span("session.resume", tenant=sess.tenant_id, session=session_id) as sp:
+            async with self._reads() as session:
+                _, box = await SessionRepository(session, None).get_with_sandbox(session_id)
+            if box is not None and box.runtime_ref is not None and box.status == S.IN_SESSION.value:
+                try:
+                    await self._sandboxes.runtime.unpause(box.runtime_ref)
+                    alive = await self._sandboxes.runtime.is_running(box.runtime_ref)
+                except SandlotError:
+                    alive = False
+                if alive:
+                    row = await self._set_active(session_id, box.id)
+                    sp.set_attribute("sandlot.resumed", "reattached")
+                    return row, "reattached", None
+            sp.set_attribute("sandlot.resumed", "hydrated")
+            return await self._hydrate(sess, box)
+
+    async def _set_active(self, session_id: str, sandbox_id: str) -> Session:
+        async with self._sessions.begin() as session:
+            row = await SessionRepository(session, None).get(session_id, lock=True)
+            if row.status == ENDED:
+                raise Conflict(f"session {session_id} has ended", status=ENDED)
+            row.status = ACTIVE
+            row.end_reason = ""
+            row.sandbox_id = sandbox_id
+            row.last_activity_at = utcnow()
+            row.state = {**row.state, "sandbox_id": sandbox_id}
+            return row
+
+    async def _hydrate(self, sess: Session, old: Sandbox | None) -> tuple[Session, str, str | None]:
+        self._hot.pop(sess.id, None)
+        await self._shells.close(sess.id)
+        if old is not None and old.status != S.OFFLINE.value:
+            await self._sandboxes.shutdown(old.id, f"replaced while resuming session {sess.id}")
+        env = await self._environments.cached(None, sess.environment_id)
+        snap = await self.snapshots.latest(sess.id)
+        box = await self._pools.create_for(env, sess.image, sess.id)
+        try:
+            box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sess.id} resumed")
+            if snap is not None:
+                await self.snapshots.restore(snap, box, sess.id)
+            for feat in self._environments.sandbox_features(env, sess.image):
+                await feat.setup_session(self._context(sess, box))
+            row = await self._set_active(sess.id, box.id)
+        except BaseException as exc:
+            await self._sandboxes.shutdown(box.id, f"resume failed: {exc}"[:500])
+            raise
+        return row, "hydrated", snap.id if snap else None
 
     # -- activities --------------------------------------------------------------------------
 

@@ -123,6 +123,7 @@ class Environment(SQLModel, table=True):
     idle_timeout_seconds: int | None = 600
     outage_grace_period_seconds: float = 60.0
     housekeeping_interval_seconds: float = 10.0
+    idle_action: str = Field(default="end", max_length=20)
     unhealthy_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
@@ -184,3 +185,23 @@ class Process(SQLModel, table=True):
     peak_memory_kb: int | None = None
     started_at: datetime = _ts()
     ended_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
+
+
+class Snapshot(SQLModel, table=True):
+    """A session's workspace at one moment (a tar in blob storage) and, as a checkpoint, what
+    changed since the session's previous snapshot."""
+
+    __tablename__ = "snapshots"
+
+    id: str = Field(default_factory=lambda: new_id("snp"), primary_key=True, max_length=32)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
+    session_id: str = Field(index=True, max_length=64)
+    parent_id: str | None = Field(default=None, max_length=32)
+    kind: str = Field(default="checkpoint", max_length=20)
+    blob_key: str = Field(max_length=300)
+    size_bytes: int = 0
+    file_count: int = 0
+    manifest: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
+    diff: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
+    shell_state: str = Field(default="", max_length=1 << 20)
+    created_at: datetime = _ts()

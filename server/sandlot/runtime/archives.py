@@ -1,0 +1,82 @@
+"""Workspace archives: the tar format snapshots use, their manifests and the diff of two.
+
+A workspace archive is an uncompressed tar whose member names are relative to the workspace
+(``a.txt``, ``src/main.py``), with owners, modes and mtimes kept. Its manifest maps every path
+to what identifies its content: for a file the SHA-256 of its bytes, its size, mode and mtime;
+for a symlink its target; for a directory only that it is one. Two manifests give the diff a
+checkpoint records: paths added, modified and deleted (directories count as added or deleted,
+never as modified, since unpacking a tree touches their mtimes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from pathlib import Path
+from typing import Any
+
+__all__ = ["diff", "extract_into", "manifest", "strip_first_component", "tar_directory"]
+
+Manifest = dict[str, list[Any]]
+
+
+def strip_first_component(raw: bytes) -> bytes:
+    """Rewrite a tar of ``dir/...`` (Docker's archive of a directory) as one of ``...``."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(raw), mode="r:") as src, tarfile.open(fileobj=out, mode="w:") as dst:
+        for member in src:
+            _, sep, rest = member.name.partition("/")
+            if not sep or not rest.strip("/"):
+                continue  # the directory itself
+            member.name = rest
+            dst.addfile(member, src.extractfile(member) if member.isfile() else None)
+    return out.getvalue()
+
+
+def manifest(archive: bytes) -> Manifest:
+    found: Manifest = {}
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        for member in tar:
+            name = member.name.rstrip("/").removeprefix("./")
+            if member.isdir():
+                found[name] = ["dir"]
+            elif member.issym() or member.islnk():
+                found[name] = ["link", member.linkname]
+            elif member.isfile():
+                handle = tar.extractfile(member)
+                assert handle is not None
+                digest = hashlib.sha256()
+                while chunk := handle.read(1 << 20):
+                    digest.update(chunk)
+                found[name] = ["file", digest.hexdigest(), member.size, member.mode, int(member.mtime)]
+            else:
+                found[name] = ["other", member.type.decode(errors="replace")]
+    return found
+
+
+def diff(old: Manifest | None, new: Manifest) -> dict[str, list[str]]:
+    """Paths added, modified and deleted going from ``old`` (None: empty) to ``new``."""
+    old = old or {}
+    added = sorted(p for p in new if p not in old)
+    deleted = sorted(p for p in old if p not in new)
+    modified = sorted(
+        p for p in new if p in old and new[p] != old[p] and not (new[p][0] == old[p][0] == "dir")
+    )
+    return {"added": added, "modified": modified, "deleted": deleted}
+
+
+def tar_directory(root: Path) -> bytes:
+    """A workspace archive of a host directory (the local runtime's workspaces)."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:") as tar:
+        for path in sorted(root.rglob("*")):
+            tar.add(path, arcname=str(path.relative_to(root)), recursive=False)
+    return out.getvalue()
+
+
+def extract_into(root: Path, archive: bytes) -> None:
+    """Unpack a workspace archive into a host directory, refusing members that would land
+    outside it (absolute names, ``..``, links pointing out): the ``data`` filter."""
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        tar.extractall(root, filter="data")

@@ -1,0 +1,126 @@
+"""The service killed with SIGKILL (mid-request) and started again on the same store: every
+session is still listed and resumable, and no container is left that the store does not know."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiodocker
+import asyncpg
+import httpx
+import pytest
+
+from tests.conftest import INSTANCE
+from tests.integration.conftest import NewTenant
+
+RESTART_INSTANCE = f"{INSTANCE}-rs"
+
+
+class Server:
+    """``sandlot serve`` in its own process group, so SIGKILL takes the workers with it."""
+
+    def __init__(self, pg_url: str, data_dir: Path) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "SANDLOT_DATABASE_URL": pg_url,
+            "SANDLOT_PORT": str(self.port),
+            "SANDLOT_RUNTIME": "docker",
+            "SANDLOT_INSTANCE": RESTART_INSTANCE,
+            "SANDLOT_DATA_DIR": str(data_dir),
+            "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+        }
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "sandlot", "serve"],
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        pytest.fail("server did not start")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=20)
+        self.proc = None
+
+
+@pytest.fixture
+def server(pg_url: str, tmp_path: Path) -> Iterator[Server]:
+    srv = Server(pg_url, tmp_path / "data")
+    try:
+        yield srv
+    finally:
+        srv.kill(signal.SIGTERM)
+
+
+async def test_sessions_survive_sigkill_and_no_unknown_container_remains(
+    server: Server, pg_url: str, new_tenant: NewTenant
+) -> None:
+    headers = await new_tenant()
+    server.start()
+    async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=60) as http:
+        env = await http.post("/v1/environments", json={"name": "rs", "images": ["sandlot/busybox:latest"]})
+        assert env.status_code == 201
+        active = (await http.post("/v1/sessions", json={"environment": "rs"})).json()
+        sleeping = (await http.post("/v1/sessions", json={"environment": "rs"})).json()
+        run = "/v1/sessions/{}/features/shell/run"
+        await http.post(run.format(active["id"]), json={"command": "echo one > f; cd /tmp"})
+        await http.post(run.format(sleeping["id"]), json={"command": "echo two > f"})
+        assert (await http.post(f"/v1/sessions/{sleeping['id']}/suspend")).status_code == 200
+        # a session being created (a container starting) when the service dies
+        inflight = asyncio.ensure_future(http.post("/v1/sessions", json={"environment": "rs"}))
+        await asyncio.sleep(0.15)
+        server.kill()
+        with pytest.raises(httpx.TransportError):
+            await inflight
+
+    server.start()
+    async with httpx.AsyncClient(base_url=server.url, headers=headers, timeout=60) as http:
+        listed = {s["id"]: s["status"] for s in (await http.get("/v1/sessions")).json()}
+        assert listed[active["id"]] == "active" and listed[sleeping["id"]] == "suspended"
+        for sid, content in ((active["id"], "one"), (sleeping["id"], "two")):
+            resumed = await http.post(f"/v1/sessions/{sid}/resume")
+            assert resumed.status_code == 200, resumed.text
+            out = (await http.post(run.format(sid), json={"command": "cat /workspace/f"})).json()
+            assert out["stdout"] == f"{content}\n"
+        out = (await http.post(run.format(active["id"]), json={"command": "pwd"})).json()
+        assert out["stdout"] == "/tmp\n"  # the shell state outlived the service
+
+    docker = aiodocker.Docker()
+    try:
+        containers = await docker.containers.list(
+            all=True, filters={"label": [f"dev.sandlot.instance={RESTART_INSTANCE}"]}
+        )
+        labelled = {c._container["Labels"]["dev.sandlot.sandbox"] for c in containers}
+    finally:
+        await docker.close()
+    conn = await asyncpg.connect(pg_url)
+    try:
+        rows = await conn.fetch("SELECT id, status FROM sandboxes WHERE id = ANY($1::text[])", list(labelled))
+    finally:
+        await conn.close()
+    known = {r["id"] for r in rows if r["status"] != "offline"}
+    assert labelled and labelled <= known, labelled - known
