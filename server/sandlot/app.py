@@ -22,6 +22,7 @@ from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
 from sandlot.api.processes import ProcessController
+from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
 from sandlot.api.sessions import SessionController, SnapshotController
 from sandlot.features.registry import FeatureRegistry
@@ -140,6 +141,7 @@ def create_app(
             SessionController,
             SnapshotController,
             ProcessController,
+            PtyController,
             HealthController,
         ],
         request_max_body_size=settings.max_request_bytes,

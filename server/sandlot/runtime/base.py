@@ -101,6 +101,20 @@ class OwnedSandbox:
     running: bool
 
 
+class PtyStream(Protocol):
+    """A process on a pseudo-terminal: one output stream (what the terminal shows)."""
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def read(self) -> bytes | None:
+        """The next output, or None once the process has ended."""
+        ...
+
+    async def resize(self, cols: int, rows: int) -> None: ...
+
+    async def close(self) -> None: ...
+
+
 class ProcessStream(Protocol):
     """A long-lived process in a sandbox with its stdin open (e.g. the persistent shell)."""
 
@@ -157,6 +171,12 @@ class SandboxRuntime(Protocol):
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
     ) -> ProcessStream:
         """Start a process with stdin, stdout and stderr attached."""
+        ...
+
+    async def open_pty(
+        self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
+    ) -> PtyStream:
+        """Start a process on a new pseudo-terminal of ``cols`` x ``rows``."""
         ...
 
     def state_dir(self, ref: str) -> str:

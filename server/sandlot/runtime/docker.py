@@ -235,10 +235,11 @@ class DockerRuntime:
         stdin: bool,
         env: Mapping[str, str],
         cwd: str | None,
+        tty: bool = False,
     ) -> Any:
         try:
             return await self.docker.containers.container(ref).exec(
-                argv, stdin=stdin, environment=dict(env), workdir=cwd
+                argv, stdin=stdin, environment=dict(env), workdir=cwd, tty=tty
             )
         except aiodocker.DockerError as exc:
             if exc.status in (404, 409):
@@ -316,6 +317,18 @@ class DockerRuntime:
         except aiodocker.DockerError as exc:
             raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
         return _ExecStream(stream)
+
+    async def open_pty(
+        self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
+    ) -> _PtyStream:
+        exe = await self._create_exec(ref, list(argv), stdin=True, env=env or {}, cwd=None, tty=True)
+        stream: Stream = exe.start(detach=False)
+        try:
+            await stream._init()
+            await exe.resize(h=rows, w=cols)
+        except aiodocker.DockerError as exc:
+            raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
+        return _PtyStream(exe, stream)
 
     def state_dir(self, ref: str) -> str:
         return STATE_ROOT
@@ -488,6 +501,36 @@ class _ExecStream:
         except (OSError, aiodocker.DockerError) as exc:
             raise SandboxStateError(f"lost the sandbox process: {exc}") from exc
         return None if msg is None else (msg.stream, msg.data)
+
+    async def close(self) -> None:
+        await self._stream.close()
+
+
+class _PtyStream:
+    """:class:`~sandlot.runtime.base.PtyStream` over a ``docker exec`` with a TTY."""
+
+    def __init__(self, exe: Any, stream: Stream) -> None:
+        self._exe = exe
+        self._stream = stream
+
+    async def write(self, data: bytes) -> None:
+        try:
+            await self._stream.write_in(data)
+        except (RuntimeError, OSError, aiodocker.DockerError) as exc:
+            raise SandboxStateError(f"the terminal is gone: {exc}") from exc
+
+    async def read(self) -> bytes | None:
+        try:
+            msg = await self._stream.read_out()
+        except (OSError, aiodocker.DockerError) as exc:
+            raise SandboxStateError(f"lost the terminal: {exc}") from exc
+        return None if msg is None else bytes(msg.data)
+
+    async def resize(self, cols: int, rows: int) -> None:
+        try:
+            await self._exe.resize(h=rows, w=cols)
+        except aiodocker.DockerError as exc:
+            raise SandboxStateError(f"could not resize the terminal: {exc.message}") from exc
 
     async def close(self) -> None:
         await self._stream.close()

@@ -15,12 +15,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import json
 import os
+import pty
 import shutil
 import signal
 import stat
+import struct
 import tarfile
+import termios
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -259,6 +263,29 @@ class LocalRuntime:
         self._procs.setdefault(ref, set()).add(proc.pid)
         return _PipeStream(proc)
 
+    async def open_pty(
+        self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
+    ) -> _LocalPty:
+        meta = self._meta(ref)
+        request = ExecRequest(list(argv), env={"TERM": "xterm", **(env or {})})
+        host_ws = str(self._dir(ref) / "workspace")
+        master, slave = pty.openpty()
+        _set_winsize(master, cols, rows)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self._argv(ref, meta, request),
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                cwd=host_ws,
+                env=self._env(meta, request, host_ws),
+                start_new_session=True,
+            )
+        finally:
+            os.close(slave)
+        self._procs.setdefault(ref, set()).add(proc.pid)
+        return _LocalPty(proc, master)
+
     def state_dir(self, ref: str) -> str:
         return str(self._dir(ref) / "state")  # bound at the same path under bubblewrap
 
@@ -398,6 +425,41 @@ def _kill_tree(root: int, include_root: bool = True) -> None:
     for pid in doomed:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def _set_winsize(fd: int, cols: int, rows: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+class _LocalPty:
+    """:class:`~sandlot.runtime.base.PtyStream` over a local pseudo-terminal."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
+        self._proc = proc
+        self._master = master
+        self._loop = asyncio.get_running_loop()
+
+    async def write(self, data: bytes) -> None:
+        await self._loop.run_in_executor(None, os.write, self._master, data)
+
+    async def read(self) -> bytes | None:
+        try:
+            data = await self._loop.run_in_executor(None, os.read, self._master, 65536)
+        except OSError:  # EIO: the other side closed
+            return None
+        return data or None
+
+    async def resize(self, cols: int, rows: int) -> None:
+        _set_winsize(self._master, cols, rows)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, signal.SIGWINCH)
+
+    async def close(self) -> None:
+        _kill_tree(self._proc.pid)
+        with contextlib.suppress(OSError):
+            os.close(self._master)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._proc.wait(), timeout=2.0)
 
 
 class _PipeStream:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,6 +51,11 @@ class Principal:
         """Raise :class:`NotPermitted` unless the key has ``scope`` (operators have all)."""
         if not self.is_operator and scope.value not in self.scopes:
             raise NotPermitted(f"this key lacks the {scope.value!r} scope", scope=scope.value)
+
+
+def _token_mac(key: ApiKey, expiry: int, audience: str) -> str:
+    message = f"{key.prefix}:{expiry}:{audience}".encode()
+    return hmac.new(key.digest.encode(), message, hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +173,34 @@ class AccountService:
                 self._cache.clear()
             self._cache[token] = (principal, time.monotonic())
         return principal
+
+    async def issue_token(self, principal: Principal, audience: str, ttl: int = 60) -> tuple[str, int]:
+        """A short-lived token for one ``audience`` (such as ``pty:<session id>``), for clients
+        that cannot send headers (browsers opening a WebSocket). It is an HMAC made with the
+        key's stored digest, so every process can check it, and revoking the key revokes it.
+        Returns the token and its expiry (Unix time)."""
+        async with self._reads() as session:
+            key = await session.get(ApiKey, principal.key_id)
+        if key is None or key.revoked_at is not None:
+            raise NotAuthenticated("this API key was revoked")
+        expiry = int(time.time()) + ttl
+        return f"slt_{key.prefix}_{expiry}_{_token_mac(key, expiry, audience)}", expiry
+
+    async def authenticate_token(self, token: str, audience: str) -> Principal:
+        parts = token.split("_")
+        if len(parts) != 4 or parts[0] != "slt" or not parts[2].isdigit():
+            raise NotAuthenticated("malformed token")
+        _, prefix, expiry_text, mac = parts
+        expiry = int(expiry_text)
+        if expiry < time.time():
+            raise NotAuthenticated("the token expired; ask for a new one")
+        async with self._reads() as session:
+            key = await ApiKeyRepository(session).by_prefix(prefix)
+        if key is None or key.revoked_at is not None:
+            raise NotAuthenticated("unknown or revoked key")
+        if not hmac.compare_digest(mac, _token_mac(key, expiry, audience)):
+            raise NotAuthenticated("the token is not valid here")
+        return Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes))
 
     async def bootstrap(self) -> CreatedKey | None:
         """On an empty store, create the operators tenant and its first key."""

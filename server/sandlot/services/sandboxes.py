@@ -299,7 +299,7 @@ class SandboxService:
 
     # -- use --------------------------------------------------------------------------------
 
-    async def _usable(self, principal: Principal, sandbox_id: str) -> Sandbox:
+    async def usable(self, principal: Principal, sandbox_id: str) -> Sandbox:
         principal.require(Scope.SANDBOXES_WRITE)
         row = await self.get(principal, sandbox_id)
         if row.status not in _USABLE or row.runtime_ref is None:
@@ -315,7 +315,7 @@ class SandboxService:
             log.exception("could not shut down broken sandbox %s", row.id)
 
     async def exec(self, principal: Principal, sandbox_id: str, request: ExecRequest) -> ExecResult:
-        row = await self._usable(principal, sandbox_id)
+        row = await self.usable(principal, sandbox_id)
         if request.timeout > self.settings.exec_max_timeout or request.timeout <= 0:
             raise InvalidInput(f"timeout must be in (0, {self.settings.exec_max_timeout}]", field="timeout")
         validate_env(request.env)
@@ -333,7 +333,7 @@ class SandboxService:
             raise
 
     async def write_file(self, principal: Principal, sandbox_id: str, path: str, data: bytes) -> str:
-        row = await self._usable(principal, sandbox_id)
+        row = await self.usable(principal, sandbox_id)
         target = resolve_workspace_path(row.workspace, path)
         assert row.runtime_ref is not None
         try:
@@ -344,7 +344,7 @@ class SandboxService:
         return target
 
     async def read_file(self, principal: Principal, sandbox_id: str, path: str) -> bytes:
-        row = await self._usable(principal, sandbox_id)
+        row = await self.usable(principal, sandbox_id)
         target = resolve_workspace_path(row.workspace, path)
         assert row.runtime_ref is not None
         try:

@@ -1,0 +1,177 @@
+"""Interactive terminals over WebSockets: ``/v1/sessions/{id}/pty`` and
+``/v1/sandboxes/{id}/pty``.
+
+A real PTY in the sandbox runs ``/bin/sh``. Client frames: binary frames are keystrokes;
+text frames are JSON: ``{"type": "stdin", "data": "..."}``, ``{"type": "resize", "cols": 120,
+"rows": 40}``, ``{"type": "signal", "signal": "INT" | "QUIT" | "TSTP"}`` (sent as the terminal's
+control character), ``{"type": "ping"}``. Server frames: binary frames are terminal output;
+text frames are JSON: ``{"type": "heartbeat"}`` every ``HEARTBEAT_SECONDS``, ``{"type":
+"pong"}``, ``{"type": "exit"}`` when the shell ends, ``{"type": "error", ...}``.
+
+Authentication: the ``Authorization`` header, or (browsers) ``?token=`` from
+``POST .../pty/token``, valid for one minute and only for that terminal. The output pump waits
+for each frame to be sent before it reads more, so a slow client slows the terminal instead of
+growing the server's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Annotated, Any
+
+from litestar import Controller, WebSocket, post, websocket
+from litestar.datastructures import Headers
+from litestar.exceptions import WebSocketDisconnect
+from litestar.params import FromPath, QueryParameter
+from pydantic import BaseModel
+
+from sandlot.api.deps import PrincipalDep, Services, ServicesDep
+from sandlot.domain.errors import SandlotError
+from sandlot.runtime.base import PtyStream, SandboxRuntime
+from sandlot.services.accounts import Principal
+
+__all__ = ["HEARTBEAT_SECONDS", "PtyController"]
+
+HEARTBEAT_SECONDS = 15.0
+_TOKEN_SUMMARY = "A one-minute token to open the PTY without headers (browsers)"
+_CONTROL = {"INT": b"\x03", "QUIT": b"\x1c", "TSTP": b"\x1a", "EOF": b"\x04"}
+
+Cols = Annotated[int, QueryParameter(ge=2, le=1000)]
+Rows = Annotated[int, QueryParameter(ge=2, le=1000)]
+Token = Annotated[str | None, QueryParameter(max_length=300)]
+
+
+class PtyToken(BaseModel):
+    token: str
+    expires_at: int
+    path: str
+
+
+async def _caller(services: Services, headers: Headers, token: str | None, audience: str) -> Principal:
+    if headers.get("authorization"):
+        return await services.accounts.authenticate(headers.get("authorization"))
+    if token:
+        return await services.accounts.authenticate_token(token, audience)
+    return await services.accounts.authenticate(None)  # the usual 401
+
+
+async def _serve(socket: WebSocket, runtime: SandboxRuntime, ref: str, cols: int, rows: int) -> None:
+    await socket.accept()
+    try:
+        term = await runtime.open_pty(ref, ["/bin/sh"], cols=cols, rows=rows, env={"TERM": "xterm-256color"})
+    except SandlotError as exc:
+        await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
+        await socket.close(code=1011)
+        return
+
+    async def output() -> None:
+        while (data := await term.read()) is not None:
+            await socket.send_bytes(data)
+        await socket.send_json({"type": "exit"})
+        await socket.close()
+
+    async def heartbeat() -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await socket.send_json({"type": "heartbeat"})
+
+    tasks = {asyncio.ensure_future(c) for c in (output(), _input(socket, term), heartbeat())}
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError, SandlotError):
+                await task
+        await term.close()
+
+
+async def _input(socket: WebSocket, term: PtyStream) -> None:
+    while True:
+        message: dict[str, Any] = dict(await socket.receive())
+        if message["type"] == "websocket.disconnect":
+            return
+        if message.get("bytes"):
+            await term.write(message["bytes"])
+            continue
+        try:
+            frame: dict[str, Any] = json.loads(message.get("text") or "{}")
+        except ValueError:
+            await socket.send_json({"type": "error", "code": "invalid_input", "message": "frames are JSON"})
+            continue
+        kind = frame.get("type")
+        if kind == "stdin" and isinstance(frame.get("data"), str):
+            await term.write(frame["data"].encode())
+        elif kind == "resize":
+            cols, rows = frame.get("cols"), frame.get("rows")
+            if isinstance(cols, int) and isinstance(rows, int) and 2 <= cols <= 1000 and 2 <= rows <= 1000:
+                await term.resize(cols, rows)
+            else:
+                await socket.send_json({"type": "error", "code": "invalid_input", "message": "bad size"})
+        elif kind == "signal" and frame.get("signal") in _CONTROL:
+            await term.write(_CONTROL[frame["signal"]])
+        elif kind == "ping":
+            await socket.send_json({"type": "pong"})
+        else:
+            await socket.send_json(
+                {"type": "error", "code": "invalid_input", "message": f"unknown frame {kind!r}"}
+            )
+
+
+class PtyController(Controller):
+    tags = ["terminals"]
+
+    @post(
+        "/v1/sessions/{session_id:str}/pty/token", status_code=201, summary="A one-minute token for the PTY"
+    )
+    async def session_token(
+        self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> PtyToken:
+        await services.sessions.sandbox_of(principal, session_id)
+        token, expiry = await services.accounts.issue_token(principal, f"pty:{session_id}")
+        return PtyToken(token=token, expires_at=expiry, path=f"/v1/sessions/{session_id}/pty?token={token}")
+
+    @websocket("/v1/sessions/{session_id:str}/pty")
+    async def session_pty(
+        self,
+        socket: WebSocket,
+        session_id: FromPath[str],
+        services: ServicesDep,
+        headers: Headers,
+        token: Token = None,
+        cols: Cols = 80,
+        rows: Rows = 24,
+    ) -> None:
+        principal = await _caller(services, headers, token, f"pty:{session_id}")
+        _, box = await services.sessions.sandbox_of(principal, session_id)
+        assert box.runtime_ref is not None
+        await _serve(socket, services.sandboxes.runtime, box.runtime_ref, cols, rows)
+
+    @post(
+        "/v1/sandboxes/{sandbox_id:str}/pty/token", status_code=201, summary="A one-minute token for the PTY"
+    )
+    async def sandbox_token(
+        self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> PtyToken:
+        await services.sandboxes.usable(principal, sandbox_id)
+        token, expiry = await services.accounts.issue_token(principal, f"pty:{sandbox_id}")
+        return PtyToken(token=token, expires_at=expiry, path=f"/v1/sandboxes/{sandbox_id}/pty?token={token}")
+
+    @websocket("/v1/sandboxes/{sandbox_id:str}/pty")
+    async def sandbox_pty(
+        self,
+        socket: WebSocket,
+        sandbox_id: FromPath[str],
+        services: ServicesDep,
+        headers: Headers,
+        token: Token = None,
+        cols: Cols = 80,
+        rows: Rows = 24,
+    ) -> None:
+        principal = await _caller(services, headers, token, f"pty:{sandbox_id}")
+        row = await services.sandboxes.usable(principal, sandbox_id)
+        assert row.runtime_ref is not None
+        await _serve(socket, services.sandboxes.runtime, row.runtime_ref, cols, rows)
