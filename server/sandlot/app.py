@@ -17,6 +17,7 @@ from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
 from opentelemetry.sdk.trace import TracerProvider
 
 from sandlot import __version__
+from sandlot.api.assets import AssetController
 from sandlot.api.deps import Services, provide_principal, provide_services
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
@@ -31,6 +32,7 @@ from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.select import make_runtime
 from sandlot.services.accounts import AccountService
 from sandlot.services.activities import ActivityRecorder
+from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.loops import PeriodicLoop
 from sandlot.services.pools import PoolService
@@ -84,9 +86,20 @@ def create_app(
         sandboxes = SandboxService(sessions, rt, settings)
         environments = EnvironmentService(sessions, registry, reads)
         pools = PoolService(engine, sessions, sandboxes, environments)
-        snapshots = SnapshotService(sessions, FileBlobStore(settings.data_dir / "blobs"), rt, settings)
+        blobs = FileBlobStore(settings.data_dir / "blobs")
+        snapshots = SnapshotService(sessions, blobs, rt, settings)
         session_service = SessionService(
-            sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings, snapshots
+            sessions,
+            reads,
+            environments,
+            pools,
+            sandboxes,
+            registry,
+            shells,
+            recorder,
+            settings,
+            snapshots,
+            AssetService(sessions, blobs),
         )
         services = Services(
             settings=settings,
@@ -130,7 +143,7 @@ def create_app(
 
     files = Router(
         path="/",
-        route_handlers=[SandboxFilesController],
+        route_handlers=[SandboxFilesController, AssetController],
         request_max_body_size=settings.max_file_bytes,
     )
     api = Router(

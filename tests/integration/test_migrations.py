@@ -28,6 +28,7 @@ TABLES = {
     "activities",
     "processes",
     "snapshots",
+    "assets",
 }
 
 

@@ -14,6 +14,8 @@ from sandlot.store.tables import Session
 
 __all__ = [
     "ActivityOut",
+    "AssetOut",
+    "AssetRef",
     "EnvironmentCreate",
     "EnvironmentOut",
     "EnvironmentUpdate",
@@ -199,12 +201,21 @@ class ManifestEntry(_In):
         return self.content.encode()
 
 
+class AssetRef(_In):
+    name: Annotated[str, Field(min_length=1, max_length=100)]
+    path: Annotated[
+        str | None,
+        Field(max_length=4096, description="Where in the workspace (default: the asset's name)."),
+    ] = None
+
+
 class SessionCreate(_In):
     environment: Annotated[str, Field(min_length=1, max_length=100)]
     image: Annotated[str | None, Field(max_length=300)] = None
     feature: Annotated[str | None, Field(max_length=100)] = None
     session_id: Annotated[str | None, Field(max_length=64)] = None
     manifest: Annotated[list[ManifestEntry], Field(max_length=1000)] = Field(default_factory=list)
+    assets: Annotated[list[AssetRef], Field(max_length=100)] = Field(default_factory=list)
     snapshot_id: Annotated[
         str | None,
         Field(max_length=32, description="Start with the workspace (and shell state) of this snapshot."),
@@ -294,3 +305,11 @@ class ResumeOut(_Out):
     session: SessionOut
     how: Literal["reattached", "hydrated"]
     snapshot_id: str | None = None
+
+
+class AssetOut(_Out):
+    name: str
+    kind: str
+    size_bytes: int
+    sha256: str
+    created_at: datetime

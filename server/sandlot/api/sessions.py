@@ -31,6 +31,7 @@ class SessionController(Controller):
             session_id=data.session_id,
             manifest=manifest,
             snapshot_id=data.snapshot_id,
+            assets=[(a.name, a.path) for a in data.assets],
         )
         return SessionOut.started(row, warm)
 

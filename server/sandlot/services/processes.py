@@ -23,6 +23,7 @@ from sandlot.observability.tracing import current_traceparent, span
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.runtime.scripts import KILL_SESSION, PROC_FOLLOW, PROC_READ, PROC_START, PROC_STATUS
 from sandlot.services.accounts import Principal
+from sandlot.services.assets import resolve_placeholders
 from sandlot.services.sandboxes import validate_env
 from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
@@ -79,6 +80,7 @@ class ProcessService:
         env = dict(env or {})
         validate_env(env)
         sess, box = await self._session_service.sandbox_of(principal, session_id)
+        command = resolve_placeholders(command, sess.state.get("assets") or {})
         row = Process(tenant_id=sess.tenant_id, session_id=sess.id, sandbox_id=box.id, command=command)
         traceparent = current_traceparent()
         if traceparent:

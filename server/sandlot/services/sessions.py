@@ -38,6 +38,7 @@ from sandlot.observability.metrics import METRICS
 from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span
 from sandlot.services.accounts import Principal
 from sandlot.services.activities import ActivityRecord, ActivityRecorder
+from sandlot.services.assets import AssetService, resolve_placeholders
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
@@ -85,6 +86,7 @@ class SessionService:
         recorder: ActivityRecorder,
         settings: Settings,
         snapshots: SnapshotService,
+        assets: AssetService,
     ) -> None:
         self._sessions = sessions
         self._reads = reads
@@ -96,6 +98,7 @@ class SessionService:
         self.recorder = recorder
         self._settings = settings
         self.snapshots = snapshots
+        self.assets = assets
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
@@ -148,13 +151,17 @@ class SessionService:
         session_id: str | None = None,
         manifest: Sequence[ManifestFile] = (),
         snapshot_id: str | None = None,
+        assets: Sequence[tuple[str, str | None]] = (),
     ) -> tuple[Session, bool]:
         """Start a session; returns it and whether its sandbox came warm from the pool.
         ``snapshot_id``: the workspace and shell state start as that snapshot's."""
         started = time.perf_counter()
         with span("session.start", tenant=principal.tenant_id, environment=environment) as sp:
             snap = await self.snapshots.get(principal, snapshot_id) if snapshot_id else None
-            row, warm = await self._start(principal, environment, image, feature, session_id, manifest, snap)
+            bundle = await self.assets.bundle(principal, assets) if assets else None
+            row, warm = await self._start(
+                principal, environment, image, feature, session_id, manifest, snap, bundle
+            )
             sp.set_attributes(
                 {ATTR["session"]: row.id, ATTR["sandbox"]: row.sandbox_id or "", ATTR["image"]: row.image}
             )
@@ -171,6 +178,7 @@ class SessionService:
         session_id: str | None,
         manifest: Sequence[ManifestFile],
         snap: Snapshot | None,
+        bundle: tuple[bytes, dict[str, str]] | None,
     ) -> tuple[Session, bool]:
         principal.require(Scope.SANDBOXES_WRITE)
         if session_id is not None and not _SESSION_ID_RE.match(session_id):
@@ -206,6 +214,8 @@ class SessionService:
             ctx = self._context(row, box)
             if snap is not None:
                 await self.snapshots.restore(snap, box, sid)
+            if bundle is not None:
+                await self._place_assets(row, box, *bundle)
             for feat in self._environments.sandbox_features(env, chosen):
                 await feat.setup_session(ctx)
             for path, item in zip(paths, manifest, strict=True):
@@ -218,6 +228,15 @@ class SessionService:
                 await self._finish(sid, f"start failed: {exc}"[:500])
             raise
         return row, warm
+
+    async def _place_assets(self, row: Session, box: Sandbox, archive: bytes, placed: dict[str, str]) -> None:
+        assert box.runtime_ref is not None
+        await self._sandboxes.runtime.import_workspace(box.runtime_ref, box.workspace, archive)
+        paths = {name: f"{box.workspace.rstrip('/')}/{where}" for name, where in placed.items()}
+        row.state = {**row.state, "assets": paths}
+        async with self._sessions.begin() as session:
+            stored = await SessionRepository(session, None).get(row.id, lock=True)
+            stored.state = {**stored.state, "assets": paths}
 
     async def get(self, principal: Principal, session_id: str) -> Session:
         principal.require(Scope.SANDBOXES_READ)
@@ -450,6 +469,7 @@ class SessionService:
         spec = feature.activities().get(activity_name)
         if spec is None:
             raise NotFound(f"feature {feature_name!r} has no activity {activity_name!r}")
+        args = resolve_placeholders(dict(args), sess.state.get("assets") or {})
         try:
             parsed = spec.args.model_validate(dict(args))
         except ValidationError as exc:

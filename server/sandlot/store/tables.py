@@ -205,3 +205,19 @@ class Snapshot(SQLModel, table=True):
     diff: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
     shell_state: str = Field(default="", max_length=1 << 20)
     created_at: datetime = _ts()
+
+
+class Asset(SQLModel, table=True):
+    """A tenant's uploaded file or tar archive, materialised into workspaces on request."""
+
+    __tablename__ = "assets"
+    __table_args__ = (sa.UniqueConstraint("tenant_id", "name"),)
+
+    id: str = Field(default_factory=lambda: new_id("ast"), primary_key=True, max_length=32)
+    tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
+    name: str = Field(max_length=100)
+    kind: str = Field(default="file", max_length=20)
+    blob_key: str = Field(max_length=300)
+    size_bytes: int = 0
+    sha256: str = Field(default="", max_length=64)
+    created_at: datetime = _ts()

@@ -1,0 +1,50 @@
+"""``/v1/assets``: a tenant's files and tar archives for session workspaces."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, Request, delete, get, put
+from litestar.params import FromPath, QueryParameter
+
+from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.schemas import AssetOut
+
+__all__ = ["AssetController"]
+
+
+class AssetController(Controller):
+    """Raw bodies; mounted with the larger file-size limit."""
+
+    path = "/v1/assets"
+    tags = ["assets"]
+
+    @put(
+        "/{name:str}",
+        status_code=201,
+        summary="Upload an asset (raw body); ?archive=true for a tar (optionally gzipped)",
+    )
+    async def upload(
+        self,
+        name: FromPath[str],
+        request: Request,
+        services: ServicesDep,
+        principal: PrincipalDep,
+        archive: Annotated[bool, QueryParameter()] = False,
+    ) -> AssetOut:
+        body = await request.body()
+        return AssetOut.of(await services.sessions.assets.upload(principal, name, body, archive=archive))
+
+    @get("/", summary="List the tenant's assets")
+    async def list_assets(self, services: ServicesDep, principal: PrincipalDep) -> list[AssetOut]:
+        return [AssetOut.of(a) for a in await services.sessions.assets.list(principal)]
+
+    @get("/{name:str}", summary="One asset's metadata")
+    async def get_asset(
+        self, name: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> AssetOut:
+        return AssetOut.of(await services.sessions.assets.get(principal, name))
+
+    @delete("/{name:str}", summary="Delete an asset")
+    async def delete_asset(self, name: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
+        await services.sessions.assets.delete(principal, name)
