@@ -238,6 +238,15 @@ class SessionOut(_Out):
     warm: bool | None = None
 
     @classmethod
+    def of(cls, row: object) -> Self:
+        """The session, its ``state`` completed with the sandbox it holds: everything a client
+        needs to resume it (environment, image, sandbox, last snapshot, shell cwd and exports,
+        assets)."""
+        out = super().of(row)
+        out.state = {**out.state, "session_id": out.id, "sandbox_id": out.sandbox_id, "status": out.status}
+        return out
+
+    @classmethod
     def started(cls, row: Session, warm: bool) -> SessionOut:
         out = cls.of(row)
         out.warm = warm

@@ -41,6 +41,10 @@ async def test_a_suspended_session_survives_losing_its_container(api: Api) -> No
     suspended = await api.client.post(f"/v1/sessions/{s['id']}/suspend", headers=api.h)
     assert suspended.status_code == 200, suspended.text
     assert suspended.json()["status"] == "suspended"
+    state = suspended.json()["state"]  # what resuming needs, as JSON
+    assert state["sandbox_id"] == s["sandbox_id"] and state["environment"] == env["name"]
+    assert state["image"] == "sandlot/busybox:latest" and state["snapshot_id"].startswith("snp_")
+    assert state["shell"]["cwd"] == "/workspace/d" and "MARK='kept'" in state["shell"]["state"]
     blocked = await api.call(s["id"], "shell", "run", command="true")
     assert blocked.status_code == 409  # resume first
 
