@@ -1,0 +1,54 @@
+"""Sandlot's Python client.
+
+    from sandlot_client import Sandlot
+
+    with Sandlot("http://127.0.0.1:8480", api_key) as client:
+        with client.session(environment="py") as s:
+            print(s.shell.run("ls")["stdout"])
+
+``AsyncSandlot`` is the same API with ``await``. The low-level client generated from the
+service's OpenAPI document is :mod:`sandlot_client._api` (never edited by hand).
+"""
+
+from sandlot_client.aio import AsyncProcess, AsyncPty, AsyncSandlot, AsyncSession, OutputStream
+from sandlot_client.errors import (
+    Conflict,
+    EnvironmentOutage,
+    InvalidInput,
+    NoCapacity,
+    NotAuthenticated,
+    NotFound,
+    NotPermitted,
+    PayloadTooLarge,
+    QuotaExceeded,
+    RuntimeUnavailable,
+    SandboxStateError,
+    SandlotError,
+    TransportError,
+)
+from sandlot_client.sync import Process, Pty, Sandlot, Session
+
+__all__ = [
+    "AsyncProcess",
+    "AsyncPty",
+    "AsyncSandlot",
+    "AsyncSession",
+    "Conflict",
+    "EnvironmentOutage",
+    "InvalidInput",
+    "NoCapacity",
+    "NotAuthenticated",
+    "NotFound",
+    "NotPermitted",
+    "OutputStream",
+    "PayloadTooLarge",
+    "Process",
+    "Pty",
+    "QuotaExceeded",
+    "RuntimeUnavailable",
+    "SandboxStateError",
+    "Sandlot",
+    "SandlotError",
+    "Session",
+    "TransportError",
+]

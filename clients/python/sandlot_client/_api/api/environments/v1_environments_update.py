@@ -1,0 +1,191 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.environment_out import EnvironmentOut
+from ...models.environment_update import EnvironmentUpdate
+from typing import cast
+
+
+
+def _get_kwargs(
+    environment: str,
+    *,
+    body: EnvironmentUpdate,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/v1/environments/{environment}".format(environment=quote(str(environment), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> EnvironmentOut | None:
+    if response.status_code == 200:
+        response_200 = EnvironmentOut.from_dict(response.json())
+
+
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[EnvironmentOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    environment: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: EnvironmentUpdate,
+
+) -> Response[EnvironmentOut]:
+    """ Change some fields of an environment
+
+    Args:
+        environment (str):
+        body (EnvironmentUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[EnvironmentOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        environment=environment,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    environment: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: EnvironmentUpdate,
+
+) -> EnvironmentOut | None:
+    """ Change some fields of an environment
+
+    Args:
+        environment (str):
+        body (EnvironmentUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        EnvironmentOut
+     """
+
+
+    return sync_detailed(
+        environment=environment,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    environment: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: EnvironmentUpdate,
+
+) -> Response[EnvironmentOut]:
+    """ Change some fields of an environment
+
+    Args:
+        environment (str):
+        body (EnvironmentUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[EnvironmentOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        environment=environment,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    environment: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: EnvironmentUpdate,
+
+) -> EnvironmentOut | None:
+    """ Change some fields of an environment
+
+    Args:
+        environment (str):
+        body (EnvironmentUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        EnvironmentOut
+     """
+
+
+    return (await asyncio_detailed(
+        environment=environment,
+client=client,
+body=body,
+
+    )).parsed

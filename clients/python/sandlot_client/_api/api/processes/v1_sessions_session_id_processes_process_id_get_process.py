@@ -1,0 +1,184 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.process_out import ProcessOut
+from typing import cast
+
+
+
+def _get_kwargs(
+    session_id: str,
+    process_id: str,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/sessions/{session_id}/processes/{process_id}".format(session_id=quote(str(session_id), safe=""),process_id=quote(str(process_id), safe=""),),
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ProcessOut | None:
+    if response.status_code == 200:
+        response_200 = ProcessOut.from_dict(response.json())
+
+
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ProcessOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> Response[ProcessOut]:
+    """ A process's status, exit code, duration, CPU time and peak memory
+
+    Args:
+        session_id (str):
+        process_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ProcessOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        session_id=session_id,
+process_id=process_id,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> ProcessOut | None:
+    """ A process's status, exit code, duration, CPU time and peak memory
+
+    Args:
+        session_id (str):
+        process_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ProcessOut
+     """
+
+
+    return sync_detailed(
+        session_id=session_id,
+process_id=process_id,
+client=client,
+
+    ).parsed
+
+async def asyncio_detailed(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> Response[ProcessOut]:
+    """ A process's status, exit code, duration, CPU time and peak memory
+
+    Args:
+        session_id (str):
+        process_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ProcessOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        session_id=session_id,
+process_id=process_id,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> ProcessOut | None:
+    """ A process's status, exit code, duration, CPU time and peak memory
+
+    Args:
+        session_id (str):
+        process_id (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ProcessOut
+     """
+
+
+    return (await asyncio_detailed(
+        session_id=session_id,
+process_id=process_id,
+client=client,
+
+    )).parsed

@@ -1,0 +1,232 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...types import UNSET, Unset
+
+
+
+def _get_kwargs(
+    session_id: str,
+    process_id: str,
+    *,
+    offset: int | Unset = 0,
+    limit: int | Unset = 1048576,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["offset"] = offset
+
+    params["limit"] = limit
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/sessions/{session_id}/processes/{process_id}/output".format(session_id=quote(str(session_id), safe=""),process_id=quote(str(process_id), safe=""),),
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> str | None:
+    if response.status_code == 200:
+        response_200 = cast(str, response.content)
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[str]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    offset: int | Unset = 0,
+    limit: int | Unset = 1048576,
+
+) -> Response[str]:
+    """ Output bytes from an offset
+
+     Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
+    Next-Offset` (ask from there next), `Sandlot-Complete` (true once the process ended and nothing is
+    left after these bytes).
+
+    Args:
+        session_id (str):
+        process_id (str):
+        offset (int | Unset):  Default: 0.
+        limit (int | Unset):  Default: 1048576.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[str]
+     """
+
+
+    kwargs = _get_kwargs(
+        session_id=session_id,
+process_id=process_id,
+offset=offset,
+limit=limit,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    offset: int | Unset = 0,
+    limit: int | Unset = 1048576,
+
+) -> str | None:
+    """ Output bytes from an offset
+
+     Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
+    Next-Offset` (ask from there next), `Sandlot-Complete` (true once the process ended and nothing is
+    left after these bytes).
+
+    Args:
+        session_id (str):
+        process_id (str):
+        offset (int | Unset):  Default: 0.
+        limit (int | Unset):  Default: 1048576.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        str
+     """
+
+
+    return sync_detailed(
+        session_id=session_id,
+process_id=process_id,
+client=client,
+offset=offset,
+limit=limit,
+
+    ).parsed
+
+async def asyncio_detailed(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    offset: int | Unset = 0,
+    limit: int | Unset = 1048576,
+
+) -> Response[str]:
+    """ Output bytes from an offset
+
+     Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
+    Next-Offset` (ask from there next), `Sandlot-Complete` (true once the process ended and nothing is
+    left after these bytes).
+
+    Args:
+        session_id (str):
+        process_id (str):
+        offset (int | Unset):  Default: 0.
+        limit (int | Unset):  Default: 1048576.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[str]
+     """
+
+
+    kwargs = _get_kwargs(
+        session_id=session_id,
+process_id=process_id,
+offset=offset,
+limit=limit,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    session_id: str,
+    process_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    offset: int | Unset = 0,
+    limit: int | Unset = 1048576,
+
+) -> str | None:
+    """ Output bytes from an offset
+
+     Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
+    Next-Offset` (ask from there next), `Sandlot-Complete` (true once the process ended and nothing is
+    left after these bytes).
+
+    Args:
+        session_id (str):
+        process_id (str):
+        offset (int | Unset):  Default: 0.
+        limit (int | Unset):  Default: 1048576.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        str
+     """
+
+
+    return (await asyncio_detailed(
+        session_id=session_id,
+process_id=process_id,
+client=client,
+offset=offset,
+limit=limit,
+
+    )).parsed

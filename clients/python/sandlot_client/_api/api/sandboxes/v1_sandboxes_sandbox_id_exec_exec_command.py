@@ -1,0 +1,191 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.exec_in import ExecIn
+from ...models.exec_out import ExecOut
+from typing import cast
+
+
+
+def _get_kwargs(
+    sandbox_id: str,
+    *,
+    body: ExecIn,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/sandboxes/{sandbox_id}/exec".format(sandbox_id=quote(str(sandbox_id), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ExecOut | None:
+    if response.status_code == 200:
+        response_200 = ExecOut.from_dict(response.json())
+
+
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ExecOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ExecIn,
+
+) -> Response[ExecOut]:
+    """ Run a command to completion
+
+    Args:
+        sandbox_id (str):
+        body (ExecIn):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ExecOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        sandbox_id=sandbox_id,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ExecIn,
+
+) -> ExecOut | None:
+    """ Run a command to completion
+
+    Args:
+        sandbox_id (str):
+        body (ExecIn):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ExecOut
+     """
+
+
+    return sync_detailed(
+        sandbox_id=sandbox_id,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ExecIn,
+
+) -> Response[ExecOut]:
+    """ Run a command to completion
+
+    Args:
+        sandbox_id (str):
+        body (ExecIn):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ExecOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        sandbox_id=sandbox_id,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    sandbox_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ExecIn,
+
+) -> ExecOut | None:
+    """ Run a command to completion
+
+    Args:
+        sandbox_id (str):
+        body (ExecIn):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ExecOut
+     """
+
+
+    return (await asyncio_detailed(
+        sandbox_id=sandbox_id,
+client=client,
+body=body,
+
+    )).parsed

@@ -1,0 +1,91 @@
+""" Contains all the data models used in inputs/outputs """
+
+from .activity_out import ActivityOut
+from .asset_out import AssetOut
+from .asset_ref import AssetRef
+from .environment_create import EnvironmentCreate
+from .environment_create_features_item_type_1_type_0 import EnvironmentCreateFeaturesItemType1Type0
+from .environment_create_idle_action import EnvironmentCreateIdleAction
+from .environment_create_pool_size_type_2 import EnvironmentCreatePoolSizeType2
+from .environment_out import EnvironmentOut
+from .environment_out_features_item_type_1_type_0 import EnvironmentOutFeaturesItemType1Type0
+from .environment_out_idle_action import EnvironmentOutIdleAction
+from .environment_out_pool_size_type_2 import EnvironmentOutPoolSizeType2
+from .environment_update import EnvironmentUpdate
+from .environment_update_env_type_0 import EnvironmentUpdateEnvType0
+from .environment_update_features_type_0 import EnvironmentUpdateFeaturesType0
+from .environment_update_features_type_0_additional_property_type_0 import EnvironmentUpdateFeaturesType0AdditionalPropertyType0
+from .environment_update_idle_action_type_1 import EnvironmentUpdateIdleActionType1
+from .environment_update_idle_action_type_2_type_1 import EnvironmentUpdateIdleActionType2Type1
+from .environment_update_idle_action_type_3_type_1 import EnvironmentUpdateIdleActionType3Type1
+from .environment_update_pool_size_type_2 import EnvironmentUpdatePoolSizeType2
+from .exec_in import ExecIn
+from .exec_in_stdin_encoding import ExecInStdinEncoding
+from .exec_out import ExecOut
+from .exec_out_encoding import ExecOutEncoding
+from .file_written import FileWritten
+from .healthz_healthz_response_200 import HealthzHealthzResponse200
+from .manifest_entry import ManifestEntry
+from .manifest_entry_encoding import ManifestEntryEncoding
+from .process_out import ProcessOut
+from .process_start import ProcessStart
+from .pty_token import PtyToken
+from .readyz_readyz_response_200 import ReadyzReadyzResponse200
+from .resume_out import ResumeOut
+from .resume_out_how import ResumeOutHow
+from .sandbox_create import SandboxCreate
+from .sandbox_event_out import SandboxEventOut
+from .sandbox_out import SandboxOut
+from .session_create import SessionCreate
+from .session_out import SessionOut
+from .session_out_state import SessionOutState
+from .snapshot_out import SnapshotOut
+from .snapshot_out_diff import SnapshotOutDiff
+from .v1_environments_features_features_response_200_item import V1EnvironmentsFeaturesFeaturesResponse200Item
+from .v1_sessions_session_id_features_activity_call_body import V1SessionsSessionIdFeaturesActivityCallBody
+
+__all__ = (
+    "ActivityOut",
+    "AssetOut",
+    "AssetRef",
+    "EnvironmentCreate",
+    "EnvironmentCreateFeaturesItemType1Type0",
+    "EnvironmentCreateIdleAction",
+    "EnvironmentCreatePoolSizeType2",
+    "EnvironmentOut",
+    "EnvironmentOutFeaturesItemType1Type0",
+    "EnvironmentOutIdleAction",
+    "EnvironmentOutPoolSizeType2",
+    "EnvironmentUpdate",
+    "EnvironmentUpdateEnvType0",
+    "EnvironmentUpdateFeaturesType0",
+    "EnvironmentUpdateFeaturesType0AdditionalPropertyType0",
+    "EnvironmentUpdateIdleActionType1",
+    "EnvironmentUpdateIdleActionType2Type1",
+    "EnvironmentUpdateIdleActionType3Type1",
+    "EnvironmentUpdatePoolSizeType2",
+    "ExecIn",
+    "ExecInStdinEncoding",
+    "ExecOut",
+    "ExecOutEncoding",
+    "FileWritten",
+    "HealthzHealthzResponse200",
+    "ManifestEntry",
+    "ManifestEntryEncoding",
+    "ProcessOut",
+    "ProcessStart",
+    "PtyToken",
+    "ReadyzReadyzResponse200",
+    "ResumeOut",
+    "ResumeOutHow",
+    "SandboxCreate",
+    "SandboxEventOut",
+    "SandboxOut",
+    "SessionCreate",
+    "SessionOut",
+    "SessionOutState",
+    "SnapshotOut",
+    "SnapshotOutDiff",
+    "V1EnvironmentsFeaturesFeaturesResponse200Item",
+    "V1SessionsSessionIdFeaturesActivityCallBody",
+)

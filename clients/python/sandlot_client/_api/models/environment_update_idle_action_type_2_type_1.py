@@ -1,0 +1,8 @@
+from enum import StrEnum
+
+class EnvironmentUpdateIdleActionType2Type1(StrEnum):
+    END = "end"
+    SUSPEND = "suspend"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,196 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..models.exec_in_stdin_encoding import ExecInStdinEncoding
+from ..types import UNSET, Unset
+from typing import cast
+
+
+
+
+
+
+T = TypeVar("T", bound="ExecIn")
+
+
+
+@_attrs_define
+class ExecIn:
+    """ 
+        Attributes:
+            command (list[str] | str):
+            cwd (None | str | Unset):
+            env (list[str] | Unset):
+            stdin (None | str | Unset):
+            stdin_encoding (ExecInStdinEncoding | Unset):  Default: ExecInStdinEncoding.UTF_8.
+            timeout (float | Unset):  Default: 60.0.
+     """
+
+    command: list[str] | str
+    cwd: None | str | Unset = UNSET
+    env: list[str] | Unset = UNSET
+    stdin: None | str | Unset = UNSET
+    stdin_encoding: ExecInStdinEncoding | Unset = ExecInStdinEncoding.UTF_8
+    timeout: float | Unset = 60.0
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        command: list[str] | str
+        if isinstance(self.command, list):
+            command = self.command
+
+
+        else:
+            command = self.command
+
+        cwd: None | str | Unset
+        if isinstance(self.cwd, Unset):
+            cwd = UNSET
+        else:
+            cwd = self.cwd
+
+        env: list[str] | Unset = UNSET
+        if not isinstance(self.env, Unset):
+            env = []
+            for env_item_data in self.env:
+                env_item: str
+                env_item = env_item_data
+                env.append(env_item)
+
+
+
+        stdin: None | str | Unset
+        if isinstance(self.stdin, Unset):
+            stdin = UNSET
+        else:
+            stdin = self.stdin
+
+        stdin_encoding: str | Unset = UNSET
+        if not isinstance(self.stdin_encoding, Unset):
+            stdin_encoding = self.stdin_encoding.value
+
+
+        timeout = self.timeout
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "command": command,
+        })
+        if cwd is not UNSET:
+            field_dict["cwd"] = cwd
+        if env is not UNSET:
+            field_dict["env"] = env
+        if stdin is not UNSET:
+            field_dict["stdin"] = stdin
+        if stdin_encoding is not UNSET:
+            field_dict["stdin_encoding"] = stdin_encoding
+        if timeout is not UNSET:
+            field_dict["timeout"] = timeout
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        def _parse_command(data: object) -> list[str] | str:
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                command_type_1 = cast(list[str], data)
+
+                return command_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | str, data)
+
+        command = _parse_command(d.pop("command"))
+
+
+        def _parse_cwd(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        cwd = _parse_cwd(d.pop("cwd", UNSET))
+
+
+        _env = d.pop("env", UNSET)
+        env: list[str] | Unset = UNSET
+        if _env is not UNSET:
+            env = []
+            for env_item_data in _env:
+                def _parse_env_item(data: object) -> str:
+                    return cast(str, data)
+
+                env_item = _parse_env_item(env_item_data)
+
+                env.append(env_item)
+
+
+        def _parse_stdin(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        stdin = _parse_stdin(d.pop("stdin", UNSET))
+
+
+        _stdin_encoding = d.pop("stdin_encoding", UNSET)
+        stdin_encoding: ExecInStdinEncoding | Unset
+        if isinstance(_stdin_encoding,  Unset):
+            stdin_encoding = UNSET
+        else:
+            stdin_encoding = ExecInStdinEncoding(_stdin_encoding)
+
+
+
+
+        timeout = d.pop("timeout", UNSET)
+
+        exec_in = cls(
+            command=command,
+            cwd=cwd,
+            env=env,
+            stdin=stdin,
+            stdin_encoding=stdin_encoding,
+            timeout=timeout,
+        )
+
+
+        exec_in.additional_properties = d
+        return exec_in
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,127 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..types import UNSET, Unset
+from typing import cast
+
+
+
+
+
+
+T = TypeVar("T", bound="ProcessStart")
+
+
+
+@_attrs_define
+class ProcessStart:
+    """ 
+        Attributes:
+            command (str):
+            cwd (None | str | Unset):
+            env (list[str] | Unset):
+     """
+
+    command: str
+    cwd: None | str | Unset = UNSET
+    env: list[str] | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        command = self.command
+
+        cwd: None | str | Unset
+        if isinstance(self.cwd, Unset):
+            cwd = UNSET
+        else:
+            cwd = self.cwd
+
+        env: list[str] | Unset = UNSET
+        if not isinstance(self.env, Unset):
+            env = []
+            for env_item_data in self.env:
+                env_item: str
+                env_item = env_item_data
+                env.append(env_item)
+
+
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "command": command,
+        })
+        if cwd is not UNSET:
+            field_dict["cwd"] = cwd
+        if env is not UNSET:
+            field_dict["env"] = env
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        command = d.pop("command")
+
+        def _parse_cwd(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        cwd = _parse_cwd(d.pop("cwd", UNSET))
+
+
+        _env = d.pop("env", UNSET)
+        env: list[str] | Unset = UNSET
+        if _env is not UNSET:
+            env = []
+            for env_item_data in _env:
+                def _parse_env_item(data: object) -> str:
+                    return cast(str, data)
+
+                env_item = _parse_env_item(env_item_data)
+
+                env.append(env_item)
+
+
+        process_start = cls(
+            command=command,
+            cwd=cwd,
+            env=env,
+        )
+
+
+        process_start.additional_properties = d
+        return process_start
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,123 @@
+"""Typed exceptions mirroring the service's error codes (``application/problem+json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "Conflict",
+    "EnvironmentOutage",
+    "InvalidInput",
+    "NoCapacity",
+    "NotAuthenticated",
+    "NotFound",
+    "NotPermitted",
+    "PayloadTooLarge",
+    "QuotaExceeded",
+    "RuntimeUnavailable",
+    "SandboxStateError",
+    "SandlotError",
+    "TransportError",
+    "from_problem",
+]
+
+
+class SandlotError(Exception):
+    """An error the service reported (or, for :class:`TransportError`, could not report)."""
+
+    retryable = False
+
+    def __init__(
+        self, message: str, *, code: str = "error", status: int = 0, body: dict[str, Any] | None = None
+    ):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+        self.body = body or {}
+
+
+class InvalidInput(SandlotError):
+    """422: a field is wrong (``body["field"]`` names it where the service knows)."""
+
+
+class NotAuthenticated(SandlotError):
+    """401: missing, unknown or revoked key."""
+
+
+class NotPermitted(SandlotError):
+    """403: the key lacks a scope."""
+
+
+class NotFound(SandlotError):
+    """404: no such object (or another tenant's)."""
+
+
+class Conflict(SandlotError):
+    """409: not in a usable state (e.g. a suspended session), or another command is running."""
+
+
+class PayloadTooLarge(SandlotError):
+    """413."""
+
+
+class QuotaExceeded(SandlotError):
+    """429: the tenant's quota."""
+
+
+class SandboxStateError(SandlotError):
+    """502: the sandbox broke; it was shut down; a new session gets a healthy one."""
+
+
+class RuntimeUnavailable(SandlotError):
+    """503: the service cannot reach its sandbox runtime."""
+
+    retryable = True
+
+
+class NoCapacity(SandlotError):
+    """503: the pool is full; retried after ``retry_after`` seconds by the client."""
+
+    retryable = True
+
+    @property
+    def retry_after(self) -> float:
+        return float(self.body.get("retry_after_header") or 1.0)
+
+
+class EnvironmentOutage(SandlotError):
+    """503: no healthy sandbox for longer than the environment's grace period."""
+
+
+class TransportError(SandlotError):
+    """The request did not get an answer (connection refused or reset)."""
+
+    retryable = True
+
+
+_BY_CODE: dict[str, type[SandlotError]] = {
+    "validation_error": InvalidInput,
+    "invalid_input": InvalidInput,
+    "path_outside_workspace": InvalidInput,
+    "image_not_found": InvalidInput,
+    "bad_request": InvalidInput,
+    "not_authenticated": NotAuthenticated,
+    "not_permitted": NotPermitted,
+    "not_found": NotFound,
+    "conflict": Conflict,
+    "illegal_transition": Conflict,
+    "payload_too_large": PayloadTooLarge,
+    "quota_exceeded": QuotaExceeded,
+    "sandbox_state_error": SandboxStateError,
+    "runtime_unavailable": RuntimeUnavailable,
+    "no_capacity": NoCapacity,
+    "environment_outage": EnvironmentOutage,
+}
+
+
+def from_problem(status: int, body: dict[str, Any], retry_after: str | None = None) -> SandlotError:
+    code = str(body.get("code") or "error")
+    cls = _BY_CODE.get(code, SandlotError)
+    if retry_after is not None:
+        body = {**body, "retry_after_header": retry_after}
+    return cls(str(body.get("detail") or code), code=code, status=status, body=body)
