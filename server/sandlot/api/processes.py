@@ -3,20 +3,17 @@ and a WebSocket that streams it live and resumes from an offset after a reconnec
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Coroutine
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, Response, WebSocket, get, post, websocket
-from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.schemas import ProcessOut, ProcessStart
+from sandlot.api.ws import first_to_finish, until_disconnected
 from sandlot.domain.errors import SandlotError
 
-__all__ = ["ProcessController", "until_disconnected"]
+__all__ = ["ProcessController"]
 
 ByteOffset = Annotated[int, QueryParameter(ge=0, le=1 << 40)]
 ByteLimit = Annotated[int, QueryParameter(ge=1, le=16 << 20)]
@@ -125,26 +122,4 @@ class ProcessController(Controller):
                 await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
                 await socket.close(code=1011)
 
-        await until_disconnected(socket, pump())
-
-
-async def until_disconnected(socket: WebSocket, work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` while watching the client: when it goes away (or sends a close) the work
-    is cancelled at once, so a dropped stream stops reading from the sandbox and the client's
-    close handshake is answered without delay."""
-
-    async def watch() -> None:
-        while True:
-            message = await socket.receive()
-            if message["type"] == "websocket.disconnect":
-                return
-
-    tasks = {asyncio.ensure_future(work), asyncio.ensure_future(watch())}
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError):
-                await task
+        await first_to_finish(pump(), until_disconnected(socket))

@@ -17,17 +17,16 @@ growing the server's memory.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from typing import Annotated, Any
 
 from litestar import Controller, WebSocket, post, websocket
 from litestar.datastructures import Headers
-from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath, QueryParameter
 from pydantic import BaseModel
 
 from sandlot.api.deps import PrincipalDep, Services, ServicesDep
+from sandlot.api.ws import first_to_finish
 from sandlot.domain.errors import SandlotError
 from sandlot.runtime.base import PtyStream, SandboxRuntime
 from sandlot.services.accounts import Principal
@@ -77,15 +76,9 @@ async def _serve(socket: WebSocket, runtime: SandboxRuntime, ref: str, cols: int
             await asyncio.sleep(HEARTBEAT_SECONDS)
             await socket.send_json({"type": "heartbeat"})
 
-    tasks = {asyncio.ensure_future(c) for c in (output(), _input(socket, term), heartbeat())}
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await first_to_finish(output(), _input(socket, term), heartbeat())
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, WebSocketDisconnect, RuntimeError, SandlotError):
-                await task
         await term.close()
 
 

@@ -38,6 +38,7 @@ from sandlot.runtime.base import (
     OwnedSandbox,
     SandboxSpec,
 )
+from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, send_stdin
 from sandlot.runtime.output import CappedBuffer
 from sandlot.runtime.scripts import (
     KILL_SESSION,
@@ -265,7 +266,7 @@ class DockerRuntime:
             nonlocal pid
             async with stream:
                 if request.stdin is not None:
-                    await _send_stdin(stream, request.stdin)
+                    await send_stdin(stream, request.stdin)
                 while (msg := await stream.read_out()) is not None:
                     if msg.stream == 1:
                         out.write(msg.data)
@@ -309,18 +310,18 @@ class DockerRuntime:
 
     async def open_process(
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> _ExecStream:
+    ) -> ExecStream:
         exe = await self._create_exec(ref, list(argv), stdin=True, env=env or {}, cwd=None)
         stream: Stream = exe.start(detach=False)
         try:
             await stream._init()
         except aiodocker.DockerError as exc:
             raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
-        return _ExecStream(stream)
+        return ExecStream(stream)
 
     async def open_pty(
         self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
-    ) -> _PtyStream:
+    ) -> PtyExecStream:
         exe = await self._create_exec(ref, list(argv), stdin=True, env=env or {}, cwd=None, tty=True)
         stream: Stream = exe.start(detach=False)
         try:
@@ -328,7 +329,7 @@ class DockerRuntime:
             await exe.resize(h=rows, w=cols)
         except aiodocker.DockerError as exc:
             raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
-        return _PtyStream(exe, stream)
+        return PtyExecStream(exe, stream)
 
     def state_dir(self, ref: str) -> str:
         return STATE_ROOT
@@ -418,14 +419,13 @@ class DockerRuntime:
             raise InvalidInput(f"could not write {path!r}: {exc.message}", path=path) from exc
 
     async def export_workspace(self, ref: str, workspace: str, limit: int) -> bytes:
-        raw = await _docker_call(self, "archive", ref, method="GET", params={"path": workspace})
+        raw = await self._container_call("archive", ref, method="GET", params={"path": workspace})
         if len(raw) > limit:
             raise PayloadTooLarge(f"the workspace archive is over {limit} bytes")
         return await asyncio.to_thread(strip_first_component, raw)
 
     async def import_workspace(self, ref: str, workspace: str, archive: bytes) -> None:
-        await _docker_call(
-            self,
+        await self._container_call(
             "archive",
             ref,
             method="PUT",
@@ -435,11 +435,11 @@ class DockerRuntime:
         )
 
     async def pause(self, ref: str) -> None:
-        await _docker_call(self, "pause", ref, method="POST")
+        await self._container_call("pause", ref, method="POST")
 
     async def unpause(self, ref: str) -> None:
         try:
-            await _docker_call(self, "unpause", ref, method="POST")
+            await self._container_call("unpause", ref, method="POST")
         except SandboxStateError:
             if not await self.is_running(ref):
                 raise
@@ -469,83 +469,14 @@ class DockerRuntime:
             assert handle is not None
             return handle.read()
 
-
-async def _docker_call(self: DockerRuntime, what: str, ref: str, **kw: Any) -> bytes:
-    """One raw Docker API call on a container; 404 is ``SandboxStateError``."""
-    try:
-        async with self.docker._query(f"containers/{ref}/{what}", **kw) as resp:
-            return bytes(await resp.read())
-    except aiodocker.DockerError as exc:
-        if exc.status == 404:
-            raise SandboxStateError("sandbox container is gone") from exc
-        raise SandboxStateError(f"docker {what} failed: {exc.message}") from exc
-    except OSError as exc:
-        raise _unavailable(exc) from exc
-
-
-class _ExecStream:
-    """:class:`~sandlot.runtime.base.ProcessStream` over an attached ``docker exec``."""
-
-    def __init__(self, stream: Stream) -> None:
-        self._stream = stream
-
-    async def write(self, data: bytes) -> None:
+    async def _container_call(self, what: str, ref: str, **kw: Any) -> bytes:
+        """One raw Docker API call on a container; 404 is ``SandboxStateError``."""
         try:
-            await self._stream.write_in(data)
-        except (RuntimeError, OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"the sandbox process is gone: {exc}") from exc
-
-    async def read(self) -> tuple[int, bytes] | None:
-        try:
-            msg = await self._stream.read_out()
-        except (OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"lost the sandbox process: {exc}") from exc
-        return None if msg is None else (msg.stream, msg.data)
-
-    async def close(self) -> None:
-        await self._stream.close()
-
-
-class _PtyStream:
-    """:class:`~sandlot.runtime.base.PtyStream` over a ``docker exec`` with a TTY."""
-
-    def __init__(self, exe: Any, stream: Stream) -> None:
-        self._exe = exe
-        self._stream = stream
-
-    async def write(self, data: bytes) -> None:
-        try:
-            await self._stream.write_in(data)
-        except (RuntimeError, OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"the terminal is gone: {exc}") from exc
-
-    async def read(self) -> bytes | None:
-        try:
-            msg = await self._stream.read_out()
-        except (OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"lost the terminal: {exc}") from exc
-        return None if msg is None else bytes(msg.data)
-
-    async def resize(self, cols: int, rows: int) -> None:
-        try:
-            await self._exe.resize(h=rows, w=cols)
+            async with self.docker._query(f"containers/{ref}/{what}", **kw) as resp:
+                return bytes(await resp.read())
         except aiodocker.DockerError as exc:
-            raise SandboxStateError(f"could not resize the terminal: {exc.message}") from exc
-
-    async def close(self) -> None:
-        await self._stream.close()
-
-
-async def _send_stdin(stream: Stream, data: bytes) -> None:
-    """Write ``data`` to an exec's stdin, then half-close it so the command sees EOF.
-
-    aiodocker's ``Stream.close()`` would also stop the output, so the write side of the
-    hijacked connection is shut directly.
-    """
-    if data:
-        await stream.write_in(data)
-    resp = stream._resp
-    if resp is not None and resp.connection is not None:
-        transport = resp.connection.transport
-        if transport is not None and transport.can_write_eof():
-            transport.write_eof()
+            if exc.status == 404:
+                raise SandboxStateError("sandbox container is gone") from exc
+            raise SandboxStateError(f"docker {what} failed: {exc.message}") from exc
+        except OSError as exc:
+            raise _unavailable(exc) from exc

@@ -15,16 +15,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import pty
 import shutil
-import signal
 import stat
-import struct
 import tarfile
-import termios
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -46,6 +42,7 @@ from sandlot.runtime.base import (
     OwnedSandbox,
     SandboxSpec,
 )
+from sandlot.runtime.local_procs import LocalPty, PipeStream, kill_tree, set_winsize
 from sandlot.runtime.output import CappedBuffer
 
 __all__ = ["LOCAL_IMAGES", "LocalRuntime"]
@@ -224,7 +221,7 @@ class LocalRuntime:
             await asyncio.wait_for(work, timeout=request.timeout)
         except TimeoutError:
             timed_out = True
-            _kill_tree(proc.pid)
+            kill_tree(proc.pid)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), timeout=2.0)
         finally:
@@ -243,11 +240,11 @@ class LocalRuntime:
 
     def _kill_all(self, ref: str) -> None:
         for pid in self._procs.pop(ref, set()):
-            _kill_tree(pid)
+            kill_tree(pid)
 
     async def open_process(
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> _PipeStream:
+    ) -> PipeStream:
         meta = self._meta(ref)
         request = ExecRequest(list(argv), env=env or {})
         host_ws = str(self._dir(ref) / "workspace")
@@ -261,16 +258,16 @@ class LocalRuntime:
             start_new_session=True,
         )
         self._procs.setdefault(ref, set()).add(proc.pid)
-        return _PipeStream(proc)
+        return PipeStream(proc)
 
     async def open_pty(
         self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
-    ) -> _LocalPty:
+    ) -> LocalPty:
         meta = self._meta(ref)
         request = ExecRequest(list(argv), env={"TERM": "xterm", **(env or {})})
         host_ws = str(self._dir(ref) / "workspace")
         master, slave = pty.openpty()
-        _set_winsize(master, cols, rows)
+        set_winsize(master, cols, rows)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self._argv(ref, meta, request),
@@ -284,13 +281,13 @@ class LocalRuntime:
         finally:
             os.close(slave)
         self._procs.setdefault(ref, set()).add(proc.pid)
-        return _LocalPty(proc, master)
+        return LocalPty(proc, master)
 
     def state_dir(self, ref: str) -> str:
         return str(self._dir(ref) / "state")  # bound at the same path under bubblewrap
 
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
-        await asyncio.to_thread(_kill_tree, pid, include_root)
+        await asyncio.to_thread(kill_tree, pid, include_root)
 
     async def reset(self, ref: str, workspace: str) -> None:
         self._kill_all(ref)
@@ -384,121 +381,3 @@ class LocalRuntime:
                 return f.read(limit + 1)[:limit]
 
         return await asyncio.to_thread(read)
-
-
-def _killpg(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-def _sessions_and_parents() -> dict[int, tuple[int, int]]:
-    """pid -> (session id, parent pid) of every host process."""
-    found: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        found[int(entry)] = (int(fields[3]), int(fields[1]))
-    return found
-
-
-def _kill_tree(root: int, include_root: bool = True) -> None:
-    """Kill ``root``, its process group, and every process descending from it; with
-    ``include_root=False`` only its descendants."""
-    table = _sessions_and_parents()
-    doomed = {root}
-    grew = True
-    while grew:
-        grew = False
-        for pid, (_session, parent) in table.items():
-            if parent in doomed and pid not in doomed:
-                doomed.add(pid)
-                grew = True
-    if include_root:
-        _killpg(root)
-    else:
-        doomed.discard(root)
-    for pid in doomed:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def _set_winsize(fd: int, cols: int, rows: int) -> None:
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-
-class _LocalPty:
-    """:class:`~sandlot.runtime.base.PtyStream` over a local pseudo-terminal."""
-
-    def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
-        self._proc = proc
-        self._master = master
-        self._loop = asyncio.get_running_loop()
-
-    async def write(self, data: bytes) -> None:
-        await self._loop.run_in_executor(None, os.write, self._master, data)
-
-    async def read(self) -> bytes | None:
-        try:
-            data = await self._loop.run_in_executor(None, os.read, self._master, 65536)
-        except OSError:  # EIO: the other side closed
-            return None
-        return data or None
-
-    async def resize(self, cols: int, rows: int) -> None:
-        _set_winsize(self._master, cols, rows)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGWINCH)
-
-    async def close(self) -> None:
-        _kill_tree(self._proc.pid)
-        with contextlib.suppress(OSError):
-            os.close(self._master)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._proc.wait(), timeout=2.0)
-
-
-class _PipeStream:
-    """:class:`~sandlot.runtime.base.ProcessStream` over a local subprocess's pipes."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self._proc = proc
-        self._queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
-        self._open = 2
-        self._tasks = [
-            asyncio.ensure_future(self._pump(1, proc.stdout)),
-            asyncio.ensure_future(self._pump(2, proc.stderr)),
-        ]
-
-    async def _pump(self, fd: int, reader: asyncio.StreamReader | None) -> None:
-        assert reader is not None
-        while chunk := await reader.read(1 << 16):
-            await self._queue.put((fd, chunk))
-        await self._queue.put(None)
-
-    async def write(self, data: bytes) -> None:
-        assert self._proc.stdin is not None
-        try:
-            self._proc.stdin.write(data)
-            await self._proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            raise SandboxStateError("the sandbox process is gone") from exc
-
-    async def read(self) -> tuple[int, bytes] | None:
-        while self._open:
-            item = await self._queue.get()
-            if item is not None:
-                return item
-            self._open -= 1
-        return None
-
-    async def close(self) -> None:
-        _kill_tree(self._proc.pid)
-        for task in self._tasks:
-            task.cancel()
-        with contextlib.suppress(ProcessLookupError):
-            await self._proc.wait()

@@ -269,32 +269,29 @@ class SessionService:
         await self.get(principal, session_id)
         return await self._end(session_id, reason)
 
-    async def _finish(self, session_id: str, reason: str) -> Session | None:
-        """Mark the session ended; None if it already was. A suspended session's sandbox is
-        thawed first so its reset can run."""
+    async def _finish(self, session_id: str, reason: str) -> tuple[Session, str] | None:
+        """Mark the session ended; returns it and the status it had, or None if it already
+        was ended."""
         async with self._sessions.begin() as session:
             row = await SessionRepository(session, None).get(session_id, lock=True)
-            if row.status == ENDED:
+            previous = row.status
+            if previous == ENDED:
                 return None
-            if row.status == SUSPENDED and row.sandbox_id is not None:
-                box = await session.get(Sandbox, row.sandbox_id)
-                if box is not None and box.runtime_ref is not None:
-                    with contextlib.suppress(SandlotError):
-                        await self._sandboxes.runtime.unpause(box.runtime_ref)
             row.status = ENDED
             row.end_reason = reason
             row.ended_at = utcnow()
-            return row
+            return row, previous
 
     async def _end(self, session_id: str, reason: str) -> Session:
         with span("session.end", session=session_id, reason=reason):
             return await self._end_untraced(session_id, reason)
 
     async def _end_untraced(self, session_id: str, reason: str) -> Session:
-        row = await self._finish(session_id, reason)
+        finished = await self._finish(session_id, reason)
         self._hot.pop(session_id, None)
-        if row is None:
+        if finished is None:
             return await self._reload(session_id)
+        row, previous = finished
         await self._shells.close(session_id)
         if row.sandbox_id is None:
             return row
@@ -304,6 +301,8 @@ class SessionService:
         if box is None or box.status != S.IN_SESSION.value:
             return row
         try:
+            if previous == SUSPENDED and box.runtime_ref is not None:
+                await self._sandboxes.runtime.unpause(box.runtime_ref)  # so the reset can run
             box = await self._sandboxes.move(box.id, S.EXITING_SESSION, f"session {session_id}: {reason}")
             ctx = self._context(row, box)
             for feat in self._environments.sandbox_features(env, box.image) if env else ():

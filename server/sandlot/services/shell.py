@@ -32,7 +32,7 @@ from sandlot.observability.tracing import current_traceparent
 from sandlot.runtime.base import ProcessStream, SandboxRuntime
 from sandlot.runtime.output import CappedBuffer
 
-__all__ = ["PersistentShell", "ShellManager", "ShellResult"]
+__all__ = ["PersistentShell", "ShellManager", "ShellResult", "shell_state_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,12 @@ unset __sl_pid __sl_rest
 """
 
 _EOF = object()
+
+
+def shell_state_dir(runtime: SandboxRuntime, ref: str, session_id: str) -> str:
+    """Where a session's shell keeps its state in the sandbox; ``env`` in it holds the saved
+    cwd and exports (what a snapshot carries as the shell state)."""
+    return f"{runtime.state_dir(ref)}/shell/{session_id}"
 
 
 def _quote(text: str) -> str:
@@ -126,7 +132,7 @@ class PersistentShell:
 
     @property
     def state_dir(self) -> str:
-        return f"{self._runtime.state_dir(self._ref)}/shell/{self._key}"
+        return shell_state_dir(self._runtime, self._ref, self._key)
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
         try:

@@ -22,6 +22,7 @@ from sandlot.observability.tracing import span
 from sandlot.runtime.archives import diff, manifest
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.services.accounts import Principal
+from sandlot.services.shell import shell_state_dir
 from sandlot.settings import Settings
 from sandlot.store.blobs import BlobStore
 from sandlot.store.tables import Sandbox, Session, Snapshot
@@ -52,7 +53,7 @@ class SnapshotService:
 
     def _shell_file(self, box: Sandbox, session_id: str) -> str:
         assert box.runtime_ref is not None
-        return f"{self._runtime.state_dir(box.runtime_ref)}/shell/{session_id}/env"
+        return f"{shell_state_dir(self._runtime, box.runtime_ref, session_id)}/env"
 
     async def _read_shell_state(self, box: Sandbox, session_id: str) -> str:
         assert box.runtime_ref is not None
