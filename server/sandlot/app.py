@@ -25,7 +25,7 @@ from sandlot.api.health import HealthController
 from sandlot.api.processes import ProcessController
 from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
-from sandlot.api.sessions import SessionController, SnapshotController
+from sandlot.api.sessions import SessionController, SessionWorkspaceController, SnapshotController
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.tracing import TracedRuntime, Tracing, build_provider
 from sandlot.runtime.base import SandboxRuntime
@@ -146,6 +146,11 @@ def create_app(
         route_handlers=[SandboxFilesController, AssetController],
         request_max_body_size=settings.max_file_bytes,
     )
+    workspaces = Router(
+        path="/",
+        route_handlers=[SessionWorkspaceController],
+        request_max_body_size=settings.max_snapshot_bytes,
+    )
     api = Router(
         path="/",
         route_handlers=[
@@ -168,7 +173,7 @@ def create_app(
             ).middleware
         )
     return Litestar(
-        route_handlers=[api, files],
+        route_handlers=[api, files, workspaces],
         middleware=middleware,
         lifespan=[lifespan],
         dependencies={
@@ -183,6 +188,8 @@ def create_app(
             path="/openapi",
             render_plugins=[SwaggerRenderPlugin()],
         ),
-        request_max_body_size=max(settings.max_file_bytes, settings.max_request_bytes),
+        request_max_body_size=max(
+            settings.max_file_bytes, settings.max_request_bytes, settings.max_snapshot_bytes
+        ),
         debug=False,
     )

@@ -55,23 +55,25 @@ def live_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    data_dir = tmp_path_factory.mktemp("live")
     env = {
         **os.environ,
         "SANDLOT_DATABASE_URL": pg_url,
         "SANDLOT_PORT": str(port),
         "SANDLOT_RUNTIME": "docker",
         "SANDLOT_INSTANCE": INSTANCE,
-        "SANDLOT_DATA_DIR": str(tmp_path_factory.mktemp("live")),
+        "SANDLOT_DATA_DIR": str(data_dir),
         "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
         "SANDLOT_RECONCILE_ON_START": "false",  # the in-process app is creating containers too
         "SANDLOT_PROCESS_OUTPUT_LIMIT": str(1 << 20),
         "SANDLOT_POOL_INTERVAL": "0.3",
     }
+    log = (data_dir / "server.log").open("wb")  # read it when a live-server test fails
     proc = subprocess.Popen(
         [sys.executable, "-m", "sandlot", "serve"],
         env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -93,6 +95,7 @@ def live_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 @pytest.fixture(scope="session")

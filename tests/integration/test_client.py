@@ -25,6 +25,7 @@ from sandlot_client import (
     NotAuthenticated,
     NotFound,
     Sandlot,
+    output_bytes,
 )
 from tests.integration.conftest import NewTenant
 from tests.integration.test_restart import Server
@@ -67,6 +68,14 @@ async def test_every_method_of_the_blocking_client(live_server: str, new_tenant:
                 assert s.files.read("bin.dat") == b"\x00\xff\x01"
                 assert [e["name"] for e in s.files.list(".")["entries"]] == ["bin.dat", "seed.txt"]
                 assert s.python.run("x = 6\nx * 7")["value"] == "42"
+                ran = s.shell.exec(["sh", "-c", 'pwd; cat; printf "\\377" >&2'], stdin=b"in\x00", cwd="/tmp")
+                assert output_bytes(ran) == (b"/tmp\nin\x00", b"\xff") and ran["exit_code"] == 0
+                archive = s.export_workspace()
+                with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                    assert {"seed.txt", "bin.dat"} <= set(tar.getnames())
+                s.files.remove("bin.dat")
+                assert s.import_workspace(archive)["size"] == len(archive)
+                assert s.files.read("bin.dat") == b"\x00\xff\x01"
 
                 proc = s.processes.start("for i in $(seq 1 20000); do echo $i; done")
                 stream = proc.stream()

@@ -8,9 +8,13 @@
 
 ``AsyncSandlot`` is the same API with ``await``. The low-level client generated from the
 service's OpenAPI document is :mod:`sandlot_client._api` (never edited by hand).
+
+Framework adapters, each an optional extra: :mod:`sandlot_client.openai_agents` (the OpenAI
+Agents SDK's sandbox provider; ``sandlot-client[agents]``) and :mod:`sandlot_client.langfun_env`
+(a ``langfun.env`` sandbox service; ``sandlot-client[langfun]``).
 """
 
-from sandlot_client.aio import AsyncProcess, AsyncPty, AsyncSandlot, AsyncSession, OutputStream
+from sandlot_client.aio import AsyncProcess, AsyncPty, AsyncSandlot, AsyncSession, OutputStream, output_bytes
 from sandlot_client.errors import (
     Conflict,
     EnvironmentOutage,
@@ -51,4 +55,5 @@ __all__ = [
     "SandlotError",
     "Session",
     "TransportError",
+    "output_bytes",
 ]

@@ -9,6 +9,7 @@ session state that serialises to JSON and back.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ from websockets.exceptions import ConnectionClosed
 from sandlot_client._api.client import AuthenticatedClient
 from sandlot_client.errors import SandlotError, TransportError, from_problem
 
-__all__ = ["AsyncProcess", "AsyncPty", "AsyncSandlot", "AsyncSession"]
+__all__ = ["AsyncProcess", "AsyncPty", "AsyncSandlot", "AsyncSession", "output_bytes"]
 
 _IDEMPOTENT = {"GET", "PUT", "DELETE", "HEAD"}
 
@@ -209,6 +210,20 @@ class AsyncSession:
     async def download(self, snapshot_id: str) -> bytes:
         return (await self._client.request("GET", f"/v1/snapshots/{snapshot_id}/archive")).content
 
+    async def export_workspace(self) -> bytes:
+        """The workspace as it is now: a tar of workspace-relative paths (nothing is stored)."""
+        return (await self._client.request("GET", f"/v1/sessions/{self.id}/workspace")).content
+
+    async def import_workspace(self, archive: bytes) -> dict[str, Any]:
+        """Unpack a tar (any compression) over the workspace; its files replace those there."""
+        resp = await self._client.request(
+            "PUT",
+            f"/v1/sessions/{self.id}/workspace",
+            content=archive,
+            headers={"content-type": "application/x-tar"},
+        )
+        return dict(resp.json())
+
     async def suspend(self) -> dict[str, Any]:
         self.data = await self._client.call("POST", f"/v1/sessions/{self.id}/suspend")
         return self.state()
@@ -244,6 +259,34 @@ class _Shell:
             args["silence_timeout"] = silence_timeout
         return await self._s.activity("shell", "run", **args)
 
+    async def exec(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: str | bytes | None = None,
+        timeout: float = 60,
+    ) -> dict[str, Any]:
+        """Run ``argv`` once in a fresh process (no shell state; several may run at once), in
+        ``cwd`` (default: the workspace). ``stdout``/``stderr`` are base64 when ``encoding``
+        says so (output that is not UTF-8); :func:`output_bytes` decodes either way."""
+        args: dict[str, Any] = {"argv": argv, "timeout": timeout, "env": env or {}}
+        if cwd is not None:
+            args["cwd"] = cwd
+        if isinstance(stdin, bytes):
+            args["stdin"], args["stdin_encoding"] = base64.b64encode(stdin).decode(), "base64"
+        elif stdin is not None:
+            args["stdin"] = stdin
+        return await self._s.activity("shell", "exec", **args)
+
+
+def output_bytes(result: dict[str, Any]) -> tuple[bytes, bytes]:
+    """The exact ``(stdout, stderr)`` bytes of a ``shell.run`` or ``shell.exec`` result."""
+    if result.get("encoding") == "base64":
+        return base64.b64decode(result["stdout"]), base64.b64decode(result["stderr"])
+    return str(result["stdout"]).encode(), str(result["stderr"]).encode()
+
 
 class _Files:
     def __init__(self, session: AsyncSession) -> None:
@@ -251,16 +294,12 @@ class _Files:
 
     async def write(self, path: str, content: str | bytes) -> dict[str, Any]:
         if isinstance(content, bytes):
-            import base64
-
             return await self._s.activity(
                 "files", "write", path=path, content=base64.b64encode(content).decode(), encoding="base64"
             )
         return await self._s.activity("files", "write", path=path, content=content)
 
     async def read(self, path: str) -> bytes:
-        import base64
-
         out = await self._s.activity("files", "read", path=path, encoding="base64")
         return base64.b64decode(out["content"])
 

@@ -140,6 +140,12 @@ class Session:
     def download(self, snapshot_id: str) -> bytes:
         return self._run(self.aio.download(snapshot_id))
 
+    def export_workspace(self) -> bytes:
+        return self._run(self.aio.export_workspace())
+
+    def import_workspace(self, archive: bytes) -> dict[str, Any]:
+        return self._run(self.aio.import_workspace(archive))
+
     def suspend(self) -> dict[str, Any]:
         return self._run(self.aio.suspend())
 

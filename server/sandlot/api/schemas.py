@@ -137,6 +137,12 @@ class FileWritten(_Out):
     size: int
 
 
+class WorkspaceImported(_Out):
+    """An archive unpacked over a session's workspace (``size``: bytes received)."""
+
+    size: int
+
+
 PoolSize = int | list[int] | dict[str, list[int]]
 
 

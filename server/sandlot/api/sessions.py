@@ -4,14 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Response, delete, get, post
+from litestar import Controller, Request, Response, delete, get, post, put
 from litestar.params import FromPath, JSONBody
 
 from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
-from sandlot.api.schemas import ActivityOut, ResumeOut, SessionCreate, SessionOut, SnapshotOut
+from sandlot.api.schemas import (
+    ActivityOut,
+    ResumeOut,
+    SessionCreate,
+    SessionOut,
+    SnapshotOut,
+    WorkspaceImported,
+)
 from sandlot.services.sessions import ManifestFile
 
-__all__ = ["SessionController", "SnapshotController"]
+__all__ = ["SessionController", "SessionWorkspaceController", "SnapshotController"]
 
 
 class SessionController(Controller):
@@ -115,6 +122,32 @@ class SessionController(Controller):
     ) -> ResumeOut:
         row, how, snapshot_id = await services.sessions.resume(principal, session_id)
         return ResumeOut(session=SessionOut.of(row), how=how, snapshot_id=snapshot_id)  # type: ignore[arg-type]
+
+
+class SessionWorkspaceController(Controller):
+    """The live workspace as a tar; mounted with the snapshot-size body limit."""
+
+    path = "/v1/sessions/{session_id:str}/workspace"
+    tags = ["sessions"]
+
+    @get(
+        "/",
+        summary="Download the workspace as it is now (a tar of workspace-relative paths)",
+        media_type="application/x-tar",
+    )
+    async def export_workspace(
+        self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> Response[bytes]:
+        data = await services.sessions.export_workspace(principal, session_id)
+        return Response(data, media_type="application/x-tar")
+
+    @put("/", summary="Unpack a tar (raw body, any compression) over the workspace")
+    async def import_workspace(
+        self, session_id: FromPath[str], request: Request, services: ServicesDep, principal: PrincipalDep
+    ) -> WorkspaceImported:
+        body = await request.body()
+        await services.sessions.import_workspace(principal, session_id, body)
+        return WorkspaceImported(size=len(body))
 
 
 class SnapshotController(Controller):

@@ -1,13 +1,19 @@
-"""``shell``: commands through the session's persistent shell."""
+"""``shell``: commands through the session's persistent shell (``run``), or one-shot (``exec``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import base64
+import binascii
+import dataclasses
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from sandlot.domain.errors import SandboxStateError, SandlotError
+from sandlot.domain.env import validate_env
+from sandlot.domain.errors import InvalidInput, SandboxStateError, SandlotError
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
+from sandlot.observability.metrics import METRICS
+from sandlot.observability.tracing import current_traceparent
 from sandlot.runtime.base import ExecRequest
 from sandlot.runtime.output import decode_output
 
@@ -20,6 +26,28 @@ class RunArgs(ActivityArgs):
     command: Annotated[str, Field(min_length=1, max_length=131072)]
     timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
     silence_timeout: Annotated[float | None, Field(gt=0, le=3600)] = None
+
+
+Arg = Annotated[str, Field(max_length=131072)]
+
+
+class ExecArgs(ActivityArgs):
+    argv: Annotated[list[Arg], Field(min_length=1, max_length=4096)]
+    cwd: Annotated[str | None, Field(min_length=1, max_length=4096)] = None
+    env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(default_factory=dict, max_length=256)
+    stdin: Annotated[str | None, Field(max_length=1 << 20)] = None
+    stdin_encoding: Literal["utf-8", "base64"] = "utf-8"
+    timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
+
+
+def _result(res: Any) -> dict[str, Any]:
+    return {
+        "exit_code": res.exit_code,
+        **decode_output(res.stdout, res.stderr),
+        "duration_ms": round(res.duration_ms, 3),
+        "timed_out": res.timed_out,
+        "truncated": res.truncated,
+    }
 
 
 class ShellFeature(Feature):
@@ -48,14 +76,35 @@ class ShellFeature(Feature):
             silence_timeout=args.silence_timeout,
             output_limit=ctx.settings.exec_output_limit,
         )
-        return {
-            "exit_code": res.exit_code,
-            **decode_output(res.stdout, res.stderr),
-            "duration_ms": round(res.duration_ms, 3),
-            "timed_out": res.timed_out,
-            "silence_timed_out": res.silence_timed_out,
-            "truncated": res.truncated,
-        }
+        return {**_result(res), "silence_timed_out": res.silence_timed_out}
+
+    @activity(ExecArgs)
+    async def exec(self, ctx: SessionContext, args: ExecArgs) -> dict[str, Any]:
+        """Run an argv to completion in a fresh process (no shell state; several may run at
+        once), in ``cwd`` (default: the workspace), with exact stdout and stderr."""
+        validate_env(args.env)
+        stdin: bytes | None = None
+        if args.stdin is not None and args.stdin_encoding == "base64":
+            try:
+                stdin = base64.b64decode(args.stdin, validate=True)
+            except binascii.Error as exc:
+                raise InvalidInput(f"stdin is not valid base64: {exc}", field="stdin") from exc
+        elif args.stdin is not None:
+            stdin = args.stdin.encode()
+        request = ExecRequest(
+            list(args.argv),
+            stdin=stdin,
+            env=dict(args.env),
+            cwd=args.cwd or ctx.workspace,
+            timeout=args.timeout,
+            output_limit=ctx.settings.exec_output_limit,
+        )
+        traceparent = current_traceparent()
+        if traceparent:
+            request = dataclasses.replace(request, env={**request.env, "TRACEPARENT": traceparent})
+        res = await ctx.runtime.exec(ctx.ref, request)
+        METRICS.command.labels("exec").observe(res.duration_ms / 1000)
+        return _result(res)
 
     async def teardown_session(self, ctx: SessionContext) -> None:
         assert ctx.shells is not None

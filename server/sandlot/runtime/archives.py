@@ -16,7 +16,22 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["diff", "extract_into", "manifest", "strip_first_component", "tar_directory"]
+from sandlot.domain.errors import InvalidInput
+
+__all__ = [
+    "SANDBOX_UID",
+    "add_owned",
+    "check_contained",
+    "diff",
+    "extract_into",
+    "manifest",
+    "members",
+    "owned_copy",
+    "strip_first_component",
+    "tar_directory",
+]
+
+SANDBOX_UID = 1000  # the built images' sandbox user
 
 Manifest = dict[str, list[Any]]
 
@@ -80,3 +95,54 @@ def extract_into(root: Path, archive: bytes) -> None:
     outside it (absolute names, ``..``, links pointing out): the ``data`` filter."""
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
         tar.extractall(root, filter="data")
+
+
+def check_contained(data: bytes) -> None:
+    """Refuse (422) an uploaded tar (any compression) that is not one, or that has a member or
+    a link that would land outside the directory it is unpacked into."""
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+            for member in tar:
+                name = member.name
+                if name.startswith("/") or ".." in name.split("/"):
+                    raise InvalidInput(f"archive member {name!r} would land outside its directory")
+                if (member.issym() or member.islnk()) and (
+                    member.linkname.startswith("/") or ".." in member.linkname.split("/")
+                ):
+                    raise InvalidInput(f"archive link {name!r} points outside its directory")
+    except tarfile.TarError as exc:
+        raise InvalidInput(f"not a tar archive: {exc}") from exc
+
+
+def members(data: bytes) -> list[tuple[tarfile.TarInfo, bytes | None]]:
+    """The members of a tar (any compression), with the contents of its files."""
+    out: list[tuple[tarfile.TarInfo, bytes | None]] = []
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
+        for member in tar:
+            handle = tar.extractfile(member) if member.isfile() else None
+            out.append((member, handle.read() if handle else None))
+    return out
+
+
+def add_owned(tar: tarfile.TarFile, info: tarfile.TarInfo, data: bytes | None) -> None:
+    """Add a member owned by the sandbox user (a file without a mode gets 0644)."""
+    info.uid = info.gid = SANDBOX_UID
+    info.uname = info.gname = ""
+    if data is not None:
+        info.size = len(data)
+        info.mode = info.mode or 0o644
+    tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def owned_copy(data: bytes) -> bytes:
+    """An uploaded tar, checked with :func:`check_contained`, as an uncompressed workspace
+    archive whose members belong to the sandbox user (whoever owned them where it was made)."""
+    check_contained(data)
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:") as tar:
+        for member, content in members(data):
+            member.name = member.name.removeprefix("./").rstrip("/") or "."
+            if member.name == ".":
+                continue  # the workspace itself keeps its owner and mode
+            add_owned(tar, member, content)
+    return out.getvalue()

@@ -12,6 +12,16 @@ from sandlot.domain.errors import SandboxStateError
 
 __all__ = ["ExecStream", "PtyExecStream", "send_stdin"]
 
+# aiodocker asserts its transport is there when writing; after the container died it is not
+_WRITE_FAILED = (RuntimeError, OSError, AssertionError, aiodocker.DockerError)
+
+
+async def _write_in(stream: Stream, data: bytes, what: str) -> None:
+    try:
+        await stream.write_in(data)
+    except _WRITE_FAILED as exc:
+        raise SandboxStateError(f"{what} is gone: {exc!r}") from exc
+
 
 class ExecStream:
     """:class:`~sandlot.runtime.base.ProcessStream` over an attached ``docker exec``."""
@@ -20,10 +30,7 @@ class ExecStream:
         self._stream = stream
 
     async def write(self, data: bytes) -> None:
-        try:
-            await self._stream.write_in(data)
-        except (RuntimeError, OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"the sandbox process is gone: {exc}") from exc
+        await _write_in(self._stream, data, "the sandbox process")
 
     async def read(self) -> tuple[int, bytes] | None:
         try:
@@ -44,10 +51,7 @@ class PtyExecStream:
         self._stream = stream
 
     async def write(self, data: bytes) -> None:
-        try:
-            await self._stream.write_in(data)
-        except (RuntimeError, OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"the terminal is gone: {exc}") from exc
+        await _write_in(self._stream, data, "the terminal")
 
     async def read(self) -> bytes | None:
         try:

@@ -21,6 +21,7 @@ from sqlmodel import col, select
 
 from sandlot.domain.errors import Conflict, InvalidInput, NotFound
 from sandlot.domain.keys import Scope
+from sandlot.runtime.archives import add_owned, check_contained, members
 from sandlot.services.accounts import Principal
 from sandlot.store.blobs import BlobStore
 from sandlot.store.tables import Asset
@@ -28,7 +29,6 @@ from sandlot.store.tables import Asset
 __all__ = ["NAME_RE", "AssetService", "resolve_placeholders"]
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-SANDBOX_UID = 1000  # the built images' sandbox user
 _PLACEHOLDER = re.compile(r"\{\{asset:([^{}]*)\}\}")
 
 
@@ -52,31 +52,6 @@ def resolve_placeholders(value: Any, placed: Mapping[str, str]) -> Any:
     return value
 
 
-def _check_archive(data: bytes) -> None:
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-            for member in tar:
-                name = member.name
-                if name.startswith("/") or ".." in name.split("/"):
-                    raise InvalidInput(f"archive member {name!r} would land outside its directory")
-                if (member.issym() or member.islnk()) and (
-                    member.linkname.startswith("/") or ".." in member.linkname.split("/")
-                ):
-                    raise InvalidInput(f"archive link {name!r} points outside its directory")
-    except tarfile.TarError as exc:
-        raise InvalidInput(f"not a tar archive: {exc}") from exc
-
-
-def archive_members(data: bytes) -> list[tuple[tarfile.TarInfo, bytes | None]]:
-    """The members of an asset archive (already checked at upload), with file contents."""
-    out: list[tuple[tarfile.TarInfo, bytes | None]] = []
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        for member in tar:
-            handle = tar.extractfile(member) if member.isfile() else None
-            out.append((member, handle.read() if handle else None))
-    return out
-
-
 class AssetService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession], blobs: BlobStore) -> None:
         self._sessions = sessions
@@ -87,7 +62,7 @@ class AssetService:
         if not NAME_RE.match(name):
             raise InvalidInput("asset names are 1-100 of [A-Za-z0-9_.-]", field="name")
         if archive:
-            _check_archive(data)
+            check_contained(data)
         row = Asset(
             tenant_id=principal.tenant_id,
             name=name,
@@ -150,19 +125,9 @@ class AssetService:
                 placed[row.name] = where
                 data = await self.content(row)
                 if row.kind == "file":
-                    _add(tar, tarfile.TarInfo(where), data)
+                    add_owned(tar, tarfile.TarInfo(where), data)
                     continue
-                for member, content in archive_members(data):
+                for member, content in members(data):
                     member.name = f"{where}/{member.name.removeprefix('./')}".rstrip("/")
-                    _add(tar, member, content)
+                    add_owned(tar, member, content)
         return out.getvalue(), placed
-
-
-def _add(tar: tarfile.TarFile, info: tarfile.TarInfo, data: bytes | None) -> None:
-    info.uid = info.gid = SANDBOX_UID
-    info.uname = info.gname = ""
-    if data is not None:
-        info.size = len(data)
-        if not info.mode or (info.isfile() and info.mode == 0o644):
-            info.mode = info.mode or 0o644
-    tar.addfile(info, io.BytesIO(data) if data is not None else None)

@@ -9,13 +9,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from sandlot.domain.env import validate_env
 from sandlot.domain.errors import InvalidInput
 from sandlot.domain.keys import Scope
 from sandlot.domain.pools import parse_pool_size
 from sandlot.features.base import Feature
 from sandlot.features.registry import FeatureRegistry
 from sandlot.services.accounts import Principal
-from sandlot.services.sandboxes import IMAGE_RE, validate_env
+from sandlot.services.sandboxes import IMAGE_RE
 from sandlot.store.repositories import EnvironmentRepository
 from sandlot.store.tables import Environment
 from sandlot.store.types import utcnow

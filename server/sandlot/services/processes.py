@@ -18,13 +18,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlmodel import col, select
 
+from sandlot.domain.env import validate_env
 from sandlot.domain.errors import InvalidInput, NotFound, SandboxStateError
 from sandlot.observability.tracing import current_traceparent, span
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.runtime.scripts import KILL_SESSION, PROC_FOLLOW, PROC_READ, PROC_START, PROC_STATUS
 from sandlot.services.accounts import Principal
 from sandlot.services.assets import resolve_placeholders
-from sandlot.services.sandboxes import validate_env
 from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
 from sandlot.store.tables import Process, Sandbox

@@ -17,6 +17,7 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlmodel import col, select
 
+from sandlot.domain.env import validate_env
 from sandlot.domain.errors import (
     Conflict,
     ImageNotFound,
@@ -52,7 +53,6 @@ log = logging.getLogger(__name__)
 
 S = SandboxStatus
 IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _USABLE = (S.READY.value, S.ACQUIRED.value, S.IN_SESSION.value)
 
 
@@ -68,14 +68,6 @@ class NewSandbox:
     network: bool = False
     ttl_seconds: int | None = None
     read_only_root: bool = False
-
-
-def validate_env(env: Mapping[str, str]) -> None:
-    for name, value in env.items():
-        if not _ENV_NAME_RE.match(name):
-            raise InvalidInput(f"invalid environment variable name {name!r}", field="env")
-        if "\x00" in value:
-            raise InvalidInput(f"environment variable {name!r} contains a NUL byte", field="env")
 
 
 class SandboxService:

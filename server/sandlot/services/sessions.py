@@ -14,10 +14,10 @@ import json
 import logging
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -52,6 +52,7 @@ from sandlot.store.types import utcnow
 __all__ = ["ACTIVE", "ENDED", "SUSPENDED", "ManifestFile", "SessionService"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 S = SandboxStatus
 ACTIVE = "active"
@@ -356,7 +357,23 @@ class SessionService:
 
     async def checkpoint(self, principal: Principal, session_id: str) -> Snapshot:
         sess, box = await self.sandbox_of(principal, session_id)
-        return await self.snapshots.take(sess, box, "checkpoint")
+        return await self._lost_on_failure(sess, box, self.snapshots.take(sess, box, "checkpoint"))
+
+    async def export_workspace(self, principal: Principal, session_id: str) -> bytes:
+        sess, box = await self.sandbox_of(principal, session_id)
+        return await self._lost_on_failure(sess, box, self.snapshots.export_live(sess, box))
+
+    async def import_workspace(self, principal: Principal, session_id: str, data: bytes) -> None:
+        sess, box = await self.sandbox_of(principal, session_id)
+        await self._lost_on_failure(sess, box, self.snapshots.import_upload(sess, box, data))
+
+    async def _lost_on_failure(self, sess: Session, box: Sandbox, work: Awaitable[T]) -> T:
+        """Await ``work`` on the session's sandbox; a sandbox that broke ends the session."""
+        try:
+            return await work
+        except SandboxStateError as exc:
+            await self._sandbox_lost(sess, box, exc)
+            raise
 
     async def suspend(self, principal: Principal, session_id: str) -> Session:
         """Snapshot the session, then freeze its sandbox. The session keeps the sandbox (it

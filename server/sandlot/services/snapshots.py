@@ -19,7 +19,7 @@ from sqlmodel import col, select
 from sandlot.domain.errors import NotFound, SandboxStateError
 from sandlot.domain.keys import Scope
 from sandlot.observability.tracing import span
-from sandlot.runtime.archives import diff, manifest
+from sandlot.runtime.archives import diff, manifest, owned_copy
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.services.accounts import Principal
 from sandlot.services.shell import shell_state_dir
@@ -125,6 +125,23 @@ class SnapshotService:
             await self._runtime.import_workspace(box.runtime_ref, box.workspace, archive)
             if snap.shell_state:
                 await self._write_shell_state(box, session_id, snap.shell_state)
+
+    async def export_live(self, sess: Session, box: Sandbox) -> bytes:
+        """The workspace as it is now, as a workspace archive, without storing it."""
+        assert box.runtime_ref is not None
+        with span("workspace.export", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
+            return await self._runtime.export_workspace(
+                box.runtime_ref, box.workspace, self._settings.max_snapshot_bytes
+            )
+
+    async def import_upload(self, sess: Session, box: Sandbox, data: bytes) -> None:
+        """Unpack an uploaded tar (any compression) over the workspace: the files it holds are
+        replaced, the others kept; every member comes to belong to the sandbox user. A member
+        or link that would land outside the workspace refuses the whole archive (422)."""
+        assert box.runtime_ref is not None
+        archive = await asyncio.to_thread(owned_copy, data)
+        with span("workspace.import", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
+            await self._runtime.import_workspace(box.runtime_ref, box.workspace, archive)
 
     # -- reads -------------------------------------------------------------------------------
 

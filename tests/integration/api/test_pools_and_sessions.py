@@ -197,6 +197,7 @@ async def test_a_full_pool_answers_503_with_retry_after(api: Api) -> None:
 async def test_a_killed_container_is_a_sandbox_state_error_then_a_replacement_serves(api: Api) -> None:
     env = await api.env(pool_size=[1, 2], **FAST)
     session = await api.session(env["name"])
+    assert (await api.sh(session["id"], "echo before"))["stdout"] == "before\n"  # the shell is open
     await docker_kill(api, session["sandbox_id"])
     resp = await api.call(session["id"], "shell", "run", command="echo hi")
     assert resp.status_code == 502, resp.text

@@ -43,6 +43,7 @@ from .snapshot_out import SnapshotOut
 from .snapshot_out_diff import SnapshotOutDiff
 from .v1_environments_features_features_response_200_item import V1EnvironmentsFeaturesFeaturesResponse200Item
 from .v1_sessions_session_id_features_activity_call_body import V1SessionsSessionIdFeaturesActivityCallBody
+from .workspace_imported import WorkspaceImported
 
 __all__ = (
     "ActivityOut",
@@ -88,4 +89,5 @@ __all__ = (
     "SnapshotOutDiff",
     "V1EnvironmentsFeaturesFeaturesResponse200Item",
     "V1SessionsSessionIdFeaturesActivityCallBody",
+    "WorkspaceImported",
 )

@@ -1,0 +1,178 @@
+"""The OpenAI Agents SDK provider (sandlot_client.openai_agents) against a live server on real
+Docker: an agent turn with the SDK's offline scripted model writes a file and runs a command in
+a Sandlot sandbox; the session state goes through JSON, is resumed by a fresh client, and the
+file is read back: after reattaching, after the container was removed (the service hydrates a
+replacement), and after the Sandlot session ended (a new one starts from its snapshot)."""
+
+from __future__ import annotations
+
+import io
+import json
+import secrets
+import tarfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import RunConfig, Runner
+from agents.sandbox import SandboxAgent, SandboxRunConfig
+from agents.sandbox.errors import WorkspaceReadNotFoundError
+from agents.testing import ScriptedModel, assistant_message, function_call
+from openai.types.responses import ResponseCustomToolCall
+
+from sandlot_client import AsyncSandlot
+from sandlot_client.openai_agents import (
+    SandlotSandboxClient,
+    SandlotSandboxClientOptions,
+    SandlotSandboxSession,
+)
+from tests.integration.api.test_snapshots import remove_container
+from tests.integration.conftest import NewTenant
+
+pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.timeout(180)]
+
+NOTE = "written by the agent"  # apply_patch writes the lines without a final newline
+PATCH = f"*** Begin Patch\n*** Add File: notes/todo.txt\n+{NOTE}\n*** End Patch\n"
+
+
+def key_of(headers: dict[str, str]) -> str:
+    return headers["Authorization"].removeprefix("Bearer ")
+
+
+def scripted_turn() -> ScriptedModel:
+    """Write notes/todo.txt with apply_patch, run a command over it, then answer."""
+    return ScriptedModel(
+        [
+            [
+                ResponseCustomToolCall(
+                    id="patch-1", call_id="patch-1", name="apply_patch", input=PATCH, type="custom_tool_call"
+                )
+            ],
+            [
+                function_call(
+                    "exec_command",
+                    {"cmd": "wc -w < notes/todo.txt > count.txt && cat notes/todo.txt && python3 -V"},
+                    call_id="exec-1",
+                )
+            ],
+            [assistant_message("done")],
+        ]
+    )
+
+
+def inner(session: Any) -> SandlotSandboxSession:
+    found = session._inner
+    assert isinstance(found, SandlotSandboxSession)
+    return found
+
+
+async def read_text(session: Any, path: str) -> str:
+    return (await session.read(Path(path))).read().decode()
+
+
+@pytest.fixture
+async def sandlot(live_server: str, new_tenant: NewTenant) -> AsyncIterator[AsyncSandlot]:
+    async with AsyncSandlot(live_server, key_of(await new_tenant())) as client:
+        yield client
+
+
+async def agent_turn(sandlot: AsyncSandlot) -> tuple[dict[str, object], str]:
+    """Run the scripted turn in a new session; close it; return its state (through JSON) and
+    what the command printed to the model."""
+    env = f"agents-{secrets.token_hex(3)}"
+    await sandlot.create_environment(env, ["sandlot/python:3"], pool_size=[1, 2])
+    client = SandlotSandboxClient(sandlot=sandlot)
+    model = scripted_turn()
+    agent = SandboxAgent(name="writer", instructions="Keep notes.", model=model)
+    session = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    async with session:
+        result = await Runner.run(
+            agent,
+            "write the note, then count it",
+            run_config=RunConfig(sandbox=SandboxRunConfig(session=session)),
+        )
+        assert result.final_output == "done"
+        model.assert_complete()
+        state = json.loads(json.dumps(client.serialize_session_state(session.state)))
+    tool_output = json.dumps(model.calls[2].input)
+    assert inner(session).remote.status == "suspended"  # closing suspended it: nothing lost
+    return state, tool_output
+
+
+async def test_an_agent_turn_runs_in_sandlot_and_resumes_by_reattaching(
+    sandlot: AsyncSandlot, live_server: str, new_tenant: NewTenant
+) -> None:
+    state, tool_output = await agent_turn(sandlot)
+    assert "written by the agent" in tool_output and "Python 3" in tool_output
+    assert state["type"] == "sandlot" and "api_key" not in json.dumps(state)
+
+    # a fresh client (as another process would be) resumes from the JSON alone
+    async with AsyncSandlot(live_server, sandlot.api_key) as other:
+        client = SandlotSandboxClient(sandlot=other)
+        resumed = await client.resume(client.deserialize_session_state(state))
+        async with resumed:
+            assert inner(resumed).resumed_how == "reattached"
+            assert await read_text(resumed, "notes/todo.txt") == NOTE
+            assert (await read_text(resumed, "/workspace/count.txt")).strip() == "4"
+            result = await resumed.exec("cat notes/todo.txt | tr a-z A-Z")
+            assert result.ok() and result.stdout.decode() == NOTE.upper()
+        await client.delete(resumed)
+        assert inner(resumed).remote.status == "ended"
+
+
+async def test_resume_hydrates_a_replacement_when_the_container_is_gone(sandlot: AsyncSandlot) -> None:
+    state, _ = await agent_turn(sandlot)
+    await remove_container(str(state["sandbox_id"]))
+
+    client = SandlotSandboxClient(sandlot=sandlot)
+    resumed = await client.resume(client.deserialize_session_state(state))
+    async with resumed:
+        assert inner(resumed).resumed_how == "hydrated"
+        assert inner(resumed).state.sandbox_id != state["sandbox_id"]
+        assert await read_text(resumed, "notes/todo.txt") == NOTE
+        assert (await resumed.exec("cat", "count.txt", shell=False)).stdout.decode().strip() == "4"
+    await client.delete(resumed)
+
+
+async def test_resume_after_the_session_ended_starts_from_its_snapshot(sandlot: AsyncSandlot) -> None:
+    state, _ = await agent_turn(sandlot)
+    await sandlot.request("DELETE", f"/v1/sessions/{state['sandlot_session_id']}")
+
+    client = SandlotSandboxClient(sandlot=sandlot)
+    resumed = await client.resume(client.deserialize_session_state(state))
+    async with resumed:
+        assert inner(resumed).resumed_how == "from_snapshot"
+        assert inner(resumed).state.sandlot_session_id != state["sandlot_session_id"]
+        assert await read_text(resumed, "notes/todo.txt") == NOTE
+    await client.delete(resumed)
+
+
+async def test_persist_and_hydrate_move_the_workspace_as_a_tar(sandlot: AsyncSandlot) -> None:
+    env = f"agents-{secrets.token_hex(3)}"
+    await sandlot.create_environment(env, ["sandlot/busybox:latest"], pool_size=0)
+    client = SandlotSandboxClient(sandlot=sandlot)
+    first = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    second = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    try:
+        await first.start()
+        await second.start()
+        await first.write(Path("src/app.py"), io.BytesIO(b"print('hi')\n"))
+        await first.write(Path("skip/cache.bin"), io.BytesIO(b"\x00\xff"))
+        first.register_persist_workspace_skip_path("skip")
+        archive = await first.persist_workspace()
+        with tarfile.open(fileobj=io.BytesIO(archive.read()), mode="r:") as tar:
+            names = {m.name.removeprefix("./") for m in tar}
+        assert "src/app.py" in names and not any(n.startswith("skip") for n in names)
+        archive.seek(0)
+        await second.hydrate_workspace(archive)
+        assert await read_text(second, "src/app.py") == "print('hi')\n"
+        with pytest.raises(WorkspaceReadNotFoundError):
+            await second.read(Path("skip/cache.bin"))
+        failing = await second.exec("exit 3")
+        assert failing.exit_code == 3
+        assert await second.running()
+    finally:
+        for session in (first, second):
+            await client.delete(session)
+    assert not await first.running()
