@@ -5,7 +5,9 @@ Starts a real ``sandlot serve`` (granian, PostgreSQL, Docker runtime) and prints
 - acquiring a sandbox: ``POST /v1/sessions`` on a warm pool, vs creating and starting a
   container directly with aiodocker (the cold path every raw setup pays);
 - one shell command: ``POST .../features/shell/run`` through the HTTP API, vs a direct
-  aiodocker ``exec`` of the same command.
+  aiodocker ``exec`` of the same command;
+- one one-shot command: ``POST .../features/shell/exec`` (a fresh process, what the Agents SDK
+  provider uses), vs the same direct aiodocker ``exec``: what the API adds to a docker exec.
 
 Usage: ``uv run python bench/bench_core.py [--samples 200]`` (needs what scripts/test.sh sets up).
 """
@@ -114,6 +116,13 @@ async def main(samples: int) -> None:
                     _, body = await call(http, "POST", run, {"command": "echo hi"})
                     shell.append((time.perf_counter() - t) * 1000)
                     assert body["stdout"] == "hi\n", body
+                one_shot = []
+                exec_path = f"/v1/sessions/{session['id']}/features/shell/exec"
+                for _ in range(max(20, samples // 4)):
+                    t = time.perf_counter()
+                    _, body = await call(http, "POST", exec_path, {"argv": ["echo", "hi"]})
+                    one_shot.append((time.perf_counter() - t) * 1000)
+                    assert body["stdout"] == "hi\n", body
                 await call(http, "DELETE", f"/v1/sessions/{session['id']}")
 
             docker = aiodocker.Docker()
@@ -131,6 +140,7 @@ async def main(samples: int) -> None:
     print(row("acquire: aiodocker create + start (baseline)", cold))
     print(row("command: Sandlot shell via HTTP API", shell))
     print(row("command: aiodocker exec (baseline)", direct))
+    print(row("one-shot: Sandlot shell.exec via HTTP API", one_shot))
     print(row("floor: GET /healthz (HTTP only)", floor))
     print(row("floor: GET /v1/sessions/{id} (auth + one read)", lookup))
     print(

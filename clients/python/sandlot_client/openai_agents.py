@@ -61,6 +61,7 @@ __all__ = [
 
 BACKEND = "sandlot"
 DEFAULT_EXEC_TIMEOUT = 600.0
+MAX_EXEC_TIMEOUT = 3600.0  # the service's bound
 
 
 class SandlotSandboxClientOptions(BaseSandboxClientOptions):
@@ -107,7 +108,9 @@ class SandlotSandboxSession(BaseSandboxSession):
         argv = [str(c) for c in command]
         try:
             result = await self._remote.shell.exec(
-                argv, cwd=self.state.manifest.root, timeout=timeout or DEFAULT_EXEC_TIMEOUT
+                argv,
+                cwd=self.state.manifest.root,
+                timeout=min(timeout or DEFAULT_EXEC_TIMEOUT, MAX_EXEC_TIMEOUT),
             )
         except SandlotError as exc:
             raise ExecTransportError(command=argv, cause=exc, retryable=exc.retryable) from exc
