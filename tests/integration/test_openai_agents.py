@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import RunConfig, Runner
+from agents import RunConfig, Runner, set_tracing_disabled
 from agents.sandbox import SandboxAgent, SandboxRunConfig
 from agents.sandbox.errors import WorkspaceReadNotFoundError
 from agents.testing import ScriptedModel, assistant_message, function_call
@@ -31,6 +31,7 @@ from tests.integration.api.test_snapshots import remove_container
 from tests.integration.conftest import NewTenant
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.timeout(180)]
+set_tracing_disabled(True)  # the SDK's own traces would go to OpenAI; nothing leaves this machine
 
 NOTE = "written by the agent"  # apply_patch writes the lines without a final newline
 PATCH = f"*** Begin Patch\n*** Add File: notes/todo.txt\n+{NOTE}\n*** End Patch\n"
