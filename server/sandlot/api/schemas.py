@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandlot.runtime.base import ExecResult
-from sandlot.runtime.output import decode_output
+from sandlot.runtime.output import decode_input, decode_output
 from sandlot.store.tables import Session
 
 __all__ = [
@@ -101,11 +100,7 @@ class ExecIn(_In):
     timeout: Annotated[float, Field(gt=0)] = 60.0
 
     def stdin_bytes(self) -> bytes | None:
-        if self.stdin is None:
-            return None
-        if self.stdin_encoding == "base64":
-            return base64.b64decode(self.stdin, validate=True)
-        return self.stdin.encode()
+        return None if self.stdin is None else decode_input(self.stdin, self.stdin_encoding, "stdin")
 
 
 class ExecOut(BaseModel):
@@ -202,9 +197,7 @@ class ManifestEntry(_In):
     encoding: Literal["utf-8", "base64"] = "utf-8"
 
     def data(self) -> bytes:
-        if self.encoding == "base64":
-            return base64.b64decode(self.content, validate=True)
-        return self.content.encode()
+        return decode_input(self.content, self.encoding, "manifest")
 
 
 class AssetRef(_In):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 from typing import Annotated, Any, Literal
 
@@ -12,6 +11,7 @@ from pydantic import Field
 from sandlot.domain.errors import InvalidInput, NotFound, PathOutsideWorkspace
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.features.base import ActivityArgs, Feature, SessionContext, activity
+from sandlot.runtime.output import decode_input
 
 __all__ = ["FilesFeature"]
 
@@ -128,14 +128,7 @@ class FilesFeature(Feature):
     @activity(WriteArgs)
     async def write(self, ctx: SessionContext, args: WriteArgs) -> dict[str, Any]:
         """Write a file, creating parent directories."""
-        try:
-            data = (
-                base64.b64decode(args.content, validate=True)
-                if args.encoding == "base64"
-                else args.content.encode()
-            )
-        except binascii.Error as exc:
-            raise InvalidInput("content is not valid base64", field="content") from exc
+        data = decode_input(args.content, args.encoding, "content")
         path = self._path(ctx, args.path)
         await ctx.runtime.write_file(ctx.ref, path, data, ctx.workspace)
         return {"path": path, "size": len(data)}

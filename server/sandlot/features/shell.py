@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-import dataclasses
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from sandlot.domain.env import validate_env
-from sandlot.domain.errors import InvalidInput, SandboxStateError, SandlotError
+from sandlot.domain.errors import SandboxStateError, SandlotError
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
 from sandlot.observability.metrics import METRICS
-from sandlot.observability.tracing import current_traceparent
+from sandlot.observability.tracing import traced_env
 from sandlot.runtime.base import ExecRequest
-from sandlot.runtime.output import decode_output
+from sandlot.runtime.output import decode_input, decode_output
 
 __all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]
 
@@ -83,25 +80,14 @@ class ShellFeature(Feature):
         """Run an argv to completion in a fresh process (no shell state; several may run at
         once), in ``cwd`` (default: the workspace), with exact stdout and stderr."""
         validate_env(args.env)
-        stdin: bytes | None = None
-        if args.stdin is not None and args.stdin_encoding == "base64":
-            try:
-                stdin = base64.b64decode(args.stdin, validate=True)
-            except binascii.Error as exc:
-                raise InvalidInput(f"stdin is not valid base64: {exc}", field="stdin") from exc
-        elif args.stdin is not None:
-            stdin = args.stdin.encode()
         request = ExecRequest(
             list(args.argv),
-            stdin=stdin,
-            env=dict(args.env),
+            stdin=None if args.stdin is None else decode_input(args.stdin, args.stdin_encoding, "stdin"),
+            env=traced_env(args.env),
             cwd=args.cwd or ctx.workspace,
             timeout=args.timeout,
             output_limit=ctx.settings.exec_output_limit,
         )
-        traceparent = current_traceparent()
-        if traceparent:
-            request = dataclasses.replace(request, env={**request.env, "TRACEPARENT": traceparent})
         res = await ctx.runtime.exec(ctx.ref, request)
         METRICS.command.labels("exec").observe(res.duration_ms / 1000)
         return _result(res)

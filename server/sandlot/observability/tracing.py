@@ -41,6 +41,7 @@ __all__ = [
     "build_provider",
     "current_traceparent",
     "span",
+    "traced_env",
 ]
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,13 @@ def current_traceparent() -> str:
     carrier: dict[str, str] = {}
     inject(carrier)
     return carrier.get("traceparent", "")
+
+
+def traced_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` plus ``TRACEPARENT`` of the current span (when tracing), so a command run in a
+    sandbox can continue the trace."""
+    traceparent = current_traceparent()
+    return {**env, "TRACEPARENT": traceparent} if traceparent else dict(env)
 
 
 class SandboxSpans:

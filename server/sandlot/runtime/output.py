@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["CappedBuffer", "decode_output"]
+import base64
+import binascii
+
+from sandlot.domain.errors import InvalidInput
+
+__all__ = ["CappedBuffer", "decode_input", "decode_output"]
 
 
 class CappedBuffer:
@@ -37,8 +42,6 @@ class CappedBuffer:
 
 def decode_output(stdout: bytes, stderr: bytes) -> dict[str, str]:
     """JSON-ready output: UTF-8 text, or base64 for both streams when either is not UTF-8."""
-    import base64
-
     try:
         return {"stdout": stdout.decode(), "stderr": stderr.decode(), "encoding": "utf-8"}
     except UnicodeDecodeError:
@@ -47,3 +50,14 @@ def decode_output(stdout: bytes, stderr: bytes) -> dict[str, str]:
             "stderr": base64.b64encode(stderr).decode(),
             "encoding": "base64",
         }
+
+
+def decode_input(text: str, encoding: str, field: str) -> bytes:
+    """The bytes of a JSON-carried input (``utf-8`` text or ``base64``); 422 naming ``field``
+    when the base64 is not valid."""
+    if encoding != "base64":
+        return text.encode()
+    try:
+        return base64.b64decode(text, validate=True)
+    except binascii.Error as exc:
+        raise InvalidInput(f"{field} is not valid base64: {exc}", field=field) from exc

@@ -31,7 +31,7 @@ from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SandboxStatus
 from sandlot.observability.metrics import METRICS
-from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, current_traceparent, span
+from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span, traced_env
 from sandlot.runtime.base import (
     LABEL_SANDBOX,
     LABEL_TENANT,
@@ -312,9 +312,7 @@ class SandboxService:
             raise InvalidInput(f"timeout must be in (0, {self.settings.exec_max_timeout}]", field="timeout")
         validate_env(request.env)
         assert row.runtime_ref is not None
-        traceparent = current_traceparent()
-        if traceparent:
-            request = dataclasses.replace(request, env={**request.env, "TRACEPARENT": traceparent})
+        request = dataclasses.replace(request, env=traced_env(request.env))
         try:
             with span("sandbox.exec", tenant=row.tenant_id, sandbox=row.id, image=row.image):
                 result = await self.runtime.exec(row.runtime_ref, request)

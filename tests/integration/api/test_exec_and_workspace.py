@@ -180,3 +180,20 @@ async def test_a_killed_container_still_gives_its_files_then_exec_ends_the_sessi
     assert resp.status_code == 502 and resp.json()["code"] == "sandbox_state_error", resp.text
     row = (await api.client.get(f"/v1/sessions/{s['id']}", headers=api.h)).json()
     assert row["status"] == "ended" and "sandbox lost" in row["end_reason"]
+
+
+async def test_bad_base64_is_422_wherever_bytes_travel_as_json(api: Api) -> None:
+    env = await api.env(pool_size=0)
+    bad = {"environment": env["name"], "manifest": [{"path": "a", "content": "%%%", "encoding": "base64"}]}
+    resp = await api.client.post("/v1/sessions", json=bad, headers=api.h)
+    assert resp.status_code == 422 and "manifest" in resp.json()["detail"], resp.text
+    box = await api.client.post("/v1/sandboxes", json={"image": "sandlot/busybox:latest"}, headers=api.h)
+    assert box.status_code == 201, box.text
+    exec_path = f"/v1/sandboxes/{box.json()['id']}/exec"
+    body = {"command": ["cat"], "stdin": "%%%", "stdin_encoding": "base64"}
+    resp = await api.client.post(exec_path, json=body, headers=api.h)
+    assert resp.status_code == 422 and resp.json()["field"] == "stdin", resp.text
+    s = await api.session(env["name"])
+    resp = await api.call(s["id"], "files", "write", path="b", content="%%%", encoding="base64")
+    assert resp.status_code == 422 and resp.json()["field"] == "content", resp.text
+    await api.client.delete(f"/v1/sandboxes/{box.json()['id']}", headers=api.h)
