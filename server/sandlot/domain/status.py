@@ -11,7 +11,21 @@ from enum import StrEnum
 
 from sandlot.domain.errors import Conflict
 
-__all__ = ["TERMINAL", "TRANSITIONS", "IllegalTransition", "SandboxStatus", "transition"]
+__all__ = [
+    "SESSION_ACTIVE",
+    "SESSION_ENDED",
+    "SESSION_SUSPENDED",
+    "TERMINAL",
+    "TRANSITIONS",
+    "IllegalTransition",
+    "SandboxStatus",
+    "transition",
+]
+
+# a session's status, as stored
+SESSION_ACTIVE = "active"
+SESSION_SUSPENDED = "suspended"
+SESSION_ENDED = "ended"
 
 
 class SandboxStatus(StrEnum):

@@ -5,6 +5,7 @@ applicable features' ``setup_session`` hooks and materialises the manifest into 
 Ending it runs ``teardown_session`` and hands the sandbox back to the pool after a reset (or
 shuts it down when the environment keeps no pool). A ``SandboxStateError`` during an activity
 shuts the sandbox down and ends the session; the next session gets a healthy replacement.
+Suspend and resume live in :mod:`sandlot.services.parking`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from sandlot.domain.errors import (
 )
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
-from sandlot.domain.status import SandboxStatus
+from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED, SESSION_SUSPENDED, SandboxStatus
 from sandlot.features.base import Feature, SessionContext
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.metrics import METRICS
@@ -40,6 +41,7 @@ from sandlot.services.accounts import Principal
 from sandlot.services.activities import ActivityRecord, ActivityRecorder
 from sandlot.services.assets import AssetService, resolve_placeholders
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.parking import SessionParking
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.shell import ShellManager
@@ -55,9 +57,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 S = SandboxStatus
-ACTIVE = "active"
-SUSPENDED = "suspended"
-ENDED = "ended"
+ACTIVE, SUSPENDED, ENDED = SESSION_ACTIVE, SESSION_SUSPENDED, SESSION_ENDED
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -103,6 +103,17 @@ class SessionService:
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
+        self._parking = SessionParking(
+            sessions=sessions,
+            reads=reads,
+            environments=environments,
+            pools=pools,
+            sandboxes=sandboxes,
+            shells=shells,
+            snapshots=snapshots,
+            hot=self._hot,
+            context=self._context,
+        )
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -344,7 +355,7 @@ class SessionService:
             try:
                 if reason == "idle timeout" and env is not None and env.idle_action == "suspend":
                     with span("reaper.suspend_session", root=True, links=links, session=row.id):
-                        await self._suspend(row.id, "idle timeout")
+                        await self._parking.suspend(row.id, "idle timeout")
                     continue
                 with span("reaper.end_session", root=True, links=links, session=row.id, reason=reason):
                     await self._end(row.id, reason)
@@ -379,80 +390,14 @@ class SessionService:
         """Snapshot the session, then freeze its sandbox. The session keeps the sandbox (it
         counts against quota) until it is resumed or its TTL ends it."""
         await self.sandbox_of(principal, session_id)
-        return await self._suspend(session_id, "suspended by client")
-
-    async def _suspend(self, session_id: str, reason: str) -> Session:
-        async with self._reads() as session:
-            sess, box = await SessionRepository(session, None).get_with_sandbox(session_id)
-        if sess.status != ACTIVE or box is None or box.runtime_ref is None:
-            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
-        with span("session.suspend", tenant=sess.tenant_id, session=sess.id, sandbox=box.id, reason=reason):
-            snap = await self.snapshots.take(sess, box, "suspend")
-            self._hot.pop(session_id, None)
-            await self._shells.close(session_id)
-            await self._sandboxes.runtime.pause(box.runtime_ref)
-            async with self._sessions.begin() as session:
-                row = await SessionRepository(session, None).get(session_id, lock=True)
-                row.status = SUSPENDED
-                row.end_reason = reason
-                row.state = {**row.state, "snapshot_id": snap.id, "suspended_at": utcnow().isoformat()}
-                return row
+        return await self._parking.suspend(session_id, "suspended by client")
 
     async def resume(self, principal: Principal, session_id: str) -> tuple[Session, str, str | None]:
         """Reattach to the session's sandbox when it is alive; otherwise create a replacement
         and hydrate it from the session's last snapshot. Returns the session, how
         ("reattached" or "hydrated") and the snapshot used."""
         principal.require(Scope.SANDBOXES_WRITE)
-        sess = await self.get(principal, session_id)
-        if sess.status == ENDED:
-            raise Conflict(f"session {session_id} has ended; start a new one from its snapshot", status=ENDED)
-        with span("session.resume", tenant=sess.tenant_id, session=session_id) as sp:
-            async with self._reads() as session:
-                _, box = await SessionRepository(session, None).get_with_sandbox(session_id)
-            if box is not None and box.runtime_ref is not None and box.status == S.IN_SESSION.value:
-                try:
-                    await self._sandboxes.runtime.unpause(box.runtime_ref)
-                    alive = await self._sandboxes.runtime.is_running(box.runtime_ref)
-                except SandlotError:
-                    alive = False
-                if alive:
-                    row = await self._set_active(session_id, box.id)
-                    sp.set_attribute("sandlot.resumed", "reattached")
-                    return row, "reattached", None
-            sp.set_attribute("sandlot.resumed", "hydrated")
-            return await self._hydrate(sess, box)
-
-    async def _set_active(self, session_id: str, sandbox_id: str) -> Session:
-        async with self._sessions.begin() as session:
-            row = await SessionRepository(session, None).get(session_id, lock=True)
-            if row.status == ENDED:
-                raise Conflict(f"session {session_id} has ended", status=ENDED)
-            row.status = ACTIVE
-            row.end_reason = ""
-            row.sandbox_id = sandbox_id
-            row.last_activity_at = utcnow()
-            row.state = {**row.state, "sandbox_id": sandbox_id}
-            return row
-
-    async def _hydrate(self, sess: Session, old: Sandbox | None) -> tuple[Session, str, str | None]:
-        self._hot.pop(sess.id, None)
-        await self._shells.close(sess.id)
-        if old is not None and old.status != S.OFFLINE.value:
-            await self._sandboxes.shutdown(old.id, f"replaced while resuming session {sess.id}")
-        env = await self._environments.cached(None, sess.environment_id)
-        snap = await self.snapshots.latest(sess.id)
-        box = await self._pools.create_for(env, sess.image, sess.id)
-        try:
-            box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sess.id} resumed")
-            if snap is not None:
-                await self.snapshots.restore(snap, box, sess.id)
-            for feat in self._environments.sandbox_features(env, sess.image):
-                await feat.setup_session(self._context(sess, box))
-            row = await self._set_active(sess.id, box.id)
-        except BaseException as exc:
-            await self._sandboxes.shutdown(box.id, f"resume failed: {exc}"[:500])
-            raise
-        return row, "hydrated", snap.id if snap else None
+        return await self._parking.resume(await self.get(principal, session_id))
 
     # -- activities --------------------------------------------------------------------------
 

@@ -1,0 +1,131 @@
+"""Suspend and resume: parking a session's sandbox and taking it up again.
+
+Suspending snapshots the workspace and shell state, closes this process's shell and pauses the
+container; the session keeps its sandbox. Resuming unpauses it ("reattached") or, when the
+container is gone, shuts the old sandbox down, creates a replacement for the session, restores
+the last snapshot and runs the features' ``setup_session`` hooks ("hydrated").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from sandlot.domain.errors import Conflict, SandlotError
+from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
+from sandlot.domain.status import SESSION_ENDED as ENDED
+from sandlot.domain.status import SESSION_SUSPENDED as SUSPENDED
+from sandlot.domain.status import SandboxStatus as S
+from sandlot.features.base import SessionContext
+from sandlot.observability.tracing import span
+from sandlot.services.environments import EnvironmentService
+from sandlot.services.pools import PoolService
+from sandlot.services.sandboxes import SandboxService
+from sandlot.services.shell import ShellManager
+from sandlot.services.snapshots import SnapshotService
+from sandlot.store.repositories import SessionRepository
+from sandlot.store.tables import Sandbox, Session
+from sandlot.store.types import utcnow
+
+__all__ = ["SessionParking"]
+
+
+class SessionParking:
+    """Shares the session service's stores, services and its cache of hot sessions."""
+
+    def __init__(
+        self,
+        *,
+        sessions: async_sessionmaker[AsyncSession],
+        reads: async_sessionmaker[AsyncSession],
+        environments: EnvironmentService,
+        pools: PoolService,
+        sandboxes: SandboxService,
+        shells: ShellManager,
+        snapshots: SnapshotService,
+        hot: dict[str, tuple[Session, Sandbox]],
+        context: Callable[[Session, Sandbox], SessionContext],
+    ) -> None:
+        self._sessions = sessions
+        self._reads = reads
+        self._environments = environments
+        self._pools = pools
+        self._sandboxes = sandboxes
+        self._shells = shells
+        self.snapshots = snapshots
+        self._hot = hot
+        self._context = context
+
+    async def suspend(self, session_id: str, reason: str) -> Session:
+        """Snapshot the session, then pause its sandbox."""
+        async with self._reads() as session:
+            sess, box = await SessionRepository(session, None).get_with_sandbox(session_id)
+        if sess.status != ACTIVE or box is None or box.runtime_ref is None:
+            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+        with span("session.suspend", tenant=sess.tenant_id, session=sess.id, sandbox=box.id, reason=reason):
+            snap = await self.snapshots.take(sess, box, "suspend")
+            self._hot.pop(session_id, None)
+            await self._shells.close(session_id)
+            await self._sandboxes.runtime.pause(box.runtime_ref)
+            async with self._sessions.begin() as session:
+                row = await SessionRepository(session, None).get(session_id, lock=True)
+                row.status = SUSPENDED
+                row.end_reason = reason
+                row.state = {**row.state, "snapshot_id": snap.id, "suspended_at": utcnow().isoformat()}
+                return row
+
+    async def resume(self, sess: Session) -> tuple[Session, str, str | None]:
+        """Reattach to the session's sandbox when it is alive; otherwise create a replacement
+        and hydrate it from the session's last snapshot. Returns the session, how
+        ("reattached" or "hydrated") and the snapshot used."""
+        session_id = sess.id
+        if sess.status == ENDED:
+            raise Conflict(f"session {session_id} has ended; start a new one from its snapshot", status=ENDED)
+        with span("session.resume", tenant=sess.tenant_id, session=session_id) as sp:
+            async with self._reads() as session:
+                _, box = await SessionRepository(session, None).get_with_sandbox(session_id)
+            if box is not None and box.runtime_ref is not None and box.status == S.IN_SESSION.value:
+                try:
+                    await self._sandboxes.runtime.unpause(box.runtime_ref)
+                    alive = await self._sandboxes.runtime.is_running(box.runtime_ref)
+                except SandlotError:
+                    alive = False
+                if alive:
+                    row = await self._set_active(session_id, box.id)
+                    sp.set_attribute("sandlot.resumed", "reattached")
+                    return row, "reattached", None
+            sp.set_attribute("sandlot.resumed", "hydrated")
+            return await self._hydrate(sess, box)
+
+    async def _set_active(self, session_id: str, sandbox_id: str) -> Session:
+        async with self._sessions.begin() as session:
+            row = await SessionRepository(session, None).get(session_id, lock=True)
+            if row.status == ENDED:
+                raise Conflict(f"session {session_id} has ended", status=ENDED)
+            row.status = ACTIVE
+            row.end_reason = ""
+            row.sandbox_id = sandbox_id
+            row.last_activity_at = utcnow()
+            row.state = {**row.state, "sandbox_id": sandbox_id}
+            return row
+
+    async def _hydrate(self, sess: Session, old: Sandbox | None) -> tuple[Session, str, str | None]:
+        self._hot.pop(sess.id, None)
+        await self._shells.close(sess.id)
+        if old is not None and old.status != S.OFFLINE.value:
+            await self._sandboxes.shutdown(old.id, f"replaced while resuming session {sess.id}")
+        env = await self._environments.cached(None, sess.environment_id)
+        snap = await self.snapshots.latest(sess.id)
+        box = await self._pools.create_for(env, sess.image, sess.id)
+        try:
+            box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sess.id} resumed")
+            if snap is not None:
+                await self.snapshots.restore(snap, box, sess.id)
+            for feat in self._environments.sandbox_features(env, sess.image):
+                await feat.setup_session(self._context(sess, box))
+            row = await self._set_active(sess.id, box.id)
+        except BaseException as exc:
+            await self._sandboxes.shutdown(box.id, f"resume failed: {exc}"[:500])
+            raise
+        return row, "hydrated", snap.id if snap else None
