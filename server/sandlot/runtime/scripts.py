@@ -154,7 +154,6 @@ cat "$d/pid"
 PROC_STATUS = r"""
 d=$1
 read -r sid < "$d/pid" 2>/dev/null || sid=
-rc=; [ -r "$d/rc" ] && read -r rc < "$d/rc"
 alive=0; ticks=0; peak=0
 if [ -n "$sid" ]; then
   for f in /proc/[0-9]*/stat; do
@@ -170,6 +169,9 @@ if [ -n "$sid" ]; then
     done < "$p/status" 2>/dev/null
   done
 fi
+# rc is read after the scan: the leader writes it just before it exits, so a command that
+# ended during the scan shows as exited, never as killed
+rc=; [ -r "$d/rc" ] && read -r rc < "$d/rc"
 size=$(stat -c %s "$d/out" 2>/dev/null || echo 0)
 printf '%s\n%s\n%s\n%s %s\n' "$rc" "$alive" "$size" "$ticks" "$peak"
 """
