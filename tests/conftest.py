@@ -4,6 +4,7 @@ and cleanup of every container the tests start (they all carry this run's instan
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 import shutil
@@ -19,8 +20,10 @@ from sandlot.runtime.docker import DockerRuntime
 from sandlot.runtime.local import LocalRuntime
 from sandlot.store import migrate
 
-#: Every container and local sandbox of this test run carries this label value.
+#: Every container and local sandbox of this test run carries a label value starting with this.
 INSTANCE = f"test-{os.getpid()}-{secrets.token_hex(3)}"
+#: The runtime fixtures' own instance: the apps' periodic reconcilers never touch their sandboxes.
+RUNTIME_INSTANCE = f"{INSTANCE}-rt"
 BUSYBOX = "sandlot/busybox:latest"
 PYTHON = "sandlot/python:3"
 PG_ADMIN_URL = os.environ.get("SANDLOT_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -76,7 +79,7 @@ async def _remove_leftover_containers() -> AsyncIterator[None]:
 
 @pytest.fixture(scope="session")
 async def docker_runtime() -> AsyncIterator[DockerRuntime]:
-    runtime = DockerRuntime(instance=INSTANCE)
+    runtime = DockerRuntime(instance=RUNTIME_INSTANCE)
     await runtime.ping()  # fails loudly: Docker tests never skip
     for image in (BUSYBOX, PYTHON):
         assert await runtime.image_exists(image), f"{image} missing: run scripts/test.sh"
@@ -93,6 +96,10 @@ def local_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 async def local_runtime(local_root: Path) -> AsyncIterator[LocalRuntime]:
-    runtime = LocalRuntime(local_root, instance=INSTANCE)
+    """The local runtime as a newcomer's start makes it: a relative data directory (resolved
+    against the directory the service started in, which is not where commands run)."""
+    with contextlib.chdir(local_root):
+        runtime = LocalRuntime(Path(".sandlot/sandboxes"), instance=RUNTIME_INSTANCE)
+    assert runtime.isolated, "bubblewrap is missing: run scripts/test.sh"
     yield runtime
     await runtime.close()

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import cast
+from typing import Any, cast
 
 from litestar import Litestar, Router
 from litestar.di import Provide
@@ -22,6 +22,7 @@ from sandlot.api.deps import Services, provide_principal, provide_services
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
+from sandlot.api.middleware import RefuseNul
 from sandlot.api.processes import ProcessController
 from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
@@ -42,10 +43,12 @@ from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
 from sandlot.services.shell import ShellManager
 from sandlot.services.snapshots import SnapshotService
+from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
 from sandlot.store import migrate
 from sandlot.store.blobs import FileBlobStore
 from sandlot.store.engine import make_engine, make_sessionmaker
+from sandlot.store.leader import leader
 
 __all__ = ["create_app"]
 
@@ -83,11 +86,14 @@ def create_app(
         registry = FeatureRegistry.discover()
         shells = ShellManager(rt)
         recorder = ActivityRecorder(sessions)
-        sandboxes = SandboxService(sessions, rt, settings)
+        transfers = Transfers(rt, settings)
+        await transfers.clean_spool()
+        sandboxes = SandboxService(sessions, rt, settings, transfers)
         environments = EnvironmentService(sessions, registry, reads)
         pools = PoolService(engine, sessions, sandboxes, environments)
         blobs = FileBlobStore(settings.data_dir / "blobs")
-        snapshots = SnapshotService(sessions, blobs, rt, settings)
+        await blobs.clean_partial()
+        snapshots = SnapshotService(sessions, blobs, rt, settings, transfers)
         session_service = SessionService(
             sessions,
             reads,
@@ -99,7 +105,7 @@ def create_app(
             recorder,
             settings,
             snapshots,
-            AssetService(sessions, blobs),
+            AssetService(sessions, blobs, transfers),
         )
         services = Services(
             settings=settings,
@@ -111,15 +117,26 @@ def create_app(
             processes=ProcessService(sessions, session_service, rt, settings),
         )
         app.state.services = services
+        reconciler = Reconciler(
+            sessions, rt, settings.instance, shutdown=sandboxes.shutdown, lost=session_service.sandboxes_lost
+        )
         if settings.reconcile_on_start:
-            await Reconciler(sessions, rt, settings.instance).run()
+            await reconciler.run()
 
         async def reap() -> None:
             await sandboxes.reap_expired()
             await services.sessions.expire()
 
+        async def reconcile() -> None:
+            async with leader(engine, "reconcile") as lead:
+                if lead:
+                    await reconciler.run()
+
         loops = [
             PeriodicLoop("reaper", reap, settings.reaper_interval, enabled=settings.reaper_enabled),
+            PeriodicLoop(
+                "reconcile", reconcile, settings.reconcile_interval, enabled=settings.reconcile_enabled
+            ),
             PeriodicLoop("pools", pools.housekeep_all, settings.pool_interval, enabled=settings.pool_enabled),
             PeriodicLoop("activities", recorder.flush, settings.activity_flush_interval, enabled=True),
         ]
@@ -164,7 +181,7 @@ def create_app(
         ],
         request_max_body_size=settings.max_request_bytes,
     )
-    middleware = []
+    middleware: list[Any] = [RefuseNul]
     if provider is not None:
         # request spans, continuing a client's traceparent; probes and scrapes are not traced
         middleware.append(

@@ -44,7 +44,14 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1, description="Granian worker processes.")
     data_dir: Path = Field(
         default=Path(".sandlot"),
-        description="Where the embedded store, local sandboxes and blobs live.",
+        description="Where the embedded store, local sandboxes and blobs live (a relative one is "
+        "taken from where the service starts, once).",
+    )
+    boot_id: str = Field(
+        default="",
+        max_length=64,
+        description="Set by `sandlot serve` for each start; `/healthz` reports it, so the start "
+        "command knows its own workers answer. Not for users to set.",
     )
     instance: str = Field(
         default="",
@@ -81,6 +88,12 @@ class Settings(BaseSettings):
     default_memory_mb: int = Field(default=512, ge=16, description="Memory limit per sandbox.")
     default_cpus: float = Field(default=1.0, gt=0, description="CPU limit per sandbox.")
     default_pids: int = Field(default=256, ge=8, description="Process limit per sandbox.")
+    default_disk_mb: int = Field(
+        default=2048,
+        ge=16,
+        description="Disk limit per sandbox (its workspace, /tmp and every other writable place), "
+        "where the Docker engine's storage can enforce it (btrfs, zfs, overlay2 on xfs).",
+    )
     default_ttl_seconds: int | None = Field(
         default=3600, ge=1, description="Lifetime of a sandbox with no ttl of its own; empty: none."
     )
@@ -123,7 +136,15 @@ class Settings(BaseSettings):
         default=0.5, gt=0, description="Seconds between writes of buffered activity records."
     )
     reconcile_on_start: bool = Field(
-        default=True, description="Remove unknown containers and mark lost sandboxes offline."
+        default=True, description="Reconcile the store and the runtime once at start-up."
+    )
+    reconcile_enabled: bool = Field(
+        default=True,
+        description="Reconcile periodically: remove containers the store has no use for, take "
+        "sandboxes whose container is gone (or stuck in a transitional status) offline.",
+    )
+    reconcile_interval: float = Field(
+        default=15.0, gt=0, description="Seconds between reconciliation rounds."
     )
 
     # -- auth ------------------------------------------------------------------------------
@@ -162,9 +183,11 @@ class Settings(BaseSettings):
     )
 
     @model_validator(mode="after")
-    def _default_database(self) -> Settings:
+    def _derived(self) -> Settings:
+        # made absolute once, here: child processes (bubblewrap) run in other directories
+        self.data_dir = self.data_dir.expanduser().absolute()
         if not self.database_url:
-            self.database_url = f"sqlite+aiosqlite:///{self.data_dir.resolve() / 'sandlot.db'}"
+            self.database_url = f"sqlite+aiosqlite:///{self.data_dir / 'sandlot.db'}"
         if not self.instance:
             digest = hashlib.sha256(self.database_url.encode()).hexdigest()[:12]
             self.instance = f"db-{digest}"

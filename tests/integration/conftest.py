@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 
@@ -21,6 +14,7 @@ from sandlot.services.accounts import AccountService
 from sandlot.settings import Settings
 from sandlot.store.engine import make_engine, make_sessionmaker
 from tests.conftest import INSTANCE
+from tests.integration.servers import serve
 
 Headers = dict[str, str]
 
@@ -52,14 +46,9 @@ async def client(app_settings: Settings) -> AsyncIterator[AsyncTestClient]:
 def live_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real ``sandlot serve`` (granian) on the test database, beside the in-process app: a
     second API process of the same deployment. Yields its base URL (http://127.0.0.1:PORT)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     data_dir = tmp_path_factory.mktemp("live")
-    env = {
-        **os.environ,
+    settings = {
         "SANDLOT_DATABASE_URL": pg_url,
-        "SANDLOT_PORT": str(port),
         "SANDLOT_RUNTIME": "docker",
         "SANDLOT_INSTANCE": INSTANCE,
         "SANDLOT_DATA_DIR": str(data_dir),
@@ -68,34 +57,8 @@ def live_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "SANDLOT_PROCESS_OUTPUT_LIMIT": str(1 << 20),
         "SANDLOT_POOL_INTERVAL": "0.3",
     }
-    log = (data_dir / "server.log").open("wb")  # read it when a live-server test fails
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sandlot", "serve"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail("the live server did not come up")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    with serve(settings, data_dir / "server.log") as served:
+        yield served.url
 
 
 @pytest.fixture(scope="session")

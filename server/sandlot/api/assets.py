@@ -7,7 +7,7 @@ from typing import Annotated
 from litestar import Controller, Request, delete, get, put
 from litestar.params import FromPath, QueryParameter
 
-from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.deps import PrincipalDep, ServicesDep, body_chunks
 from sandlot.api.schemas import AssetOut
 
 __all__ = ["AssetController"]
@@ -32,8 +32,8 @@ class AssetController(Controller):
         principal: PrincipalDep,
         archive: Annotated[bool, QueryParameter()] = False,
     ) -> AssetOut:
-        body = await request.body()
-        return AssetOut.of(await services.sessions.assets.upload(principal, name, body, archive=archive))
+        row = await services.sessions.assets.upload(principal, name, body_chunks(request), archive=archive)
+        return AssetOut.of(row)
 
     @get("/", summary="List the tenant's assets")
     async def list_assets(self, services: ServicesDep, principal: PrincipalDep) -> list[AssetOut]:

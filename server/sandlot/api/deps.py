@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from litestar.datastructures import Headers, State
 from litestar.di import NamedDependency
@@ -18,12 +19,14 @@ from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
 
 __all__ = [
+    "Body",
     "Limit",
     "Offset",
     "PrincipalDep",
     "Services",
     "ServicesDep",
     "StatusFilter",
+    "body_chunks",
     "provide_principal",
     "provide_services",
 ]
@@ -57,6 +60,25 @@ ServicesDep = NamedDependency[Services]
 PrincipalDep = NamedDependency[Principal]
 
 #: Query parameters shared by the list endpoints.
-StatusFilter = Annotated[list[str] | None, QueryParameter()]
+StatusFilter = Annotated[list[Annotated[str, QueryParameter(max_length=32)]] | None, QueryParameter()]
 Limit = Annotated[int, QueryParameter(ge=1, le=1000)]
-Offset = Annotated[int, QueryParameter(ge=0)]
+Offset = Annotated[int, QueryParameter(ge=0, le=1 << 40)]
+
+
+class Body:
+    """A request's body as it arrives (the route's body limit applies while it streams), and
+    how many bytes came."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+        self.received = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._request.stream():
+            if chunk:
+                self.received += len(chunk)
+                yield chunk
+
+
+def body_chunks(request: Any) -> AsyncIterator[bytes]:
+    return Body(request).__aiter__()

@@ -29,6 +29,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "illegal_transition": 409,
     "quota_exceeded": 429,
     "payload_too_large": 413,
+    "disk_full": 507,
     "not_authenticated": 401,
     "not_permitted": 403,
     "no_capacity": 503,
@@ -97,6 +98,11 @@ def _http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[dict[str, A
     return problem(status, code, exc.detail, dict(exc.headers or {}) or None)
 
 
+def _undecodable(_: Request[Any, Any, Any], exc: UnicodeDecodeError) -> Response[dict[str, Any]]:
+    # only a request body reaches here undecoded: the service's own text is decoded leniently
+    return problem(400, "bad_request", f"the request body is not valid UTF-8: {exc.reason}")
+
+
 def _unexpected(req: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     log.exception("unhandled error on %s %s", req.method, req.url.path, exc_info=exc)
     return problem(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "internal server error")
@@ -106,5 +112,6 @@ exception_handlers: dict[Any, Any] = {
     SandlotError: _sandlot_error,
     ValidationException: _validation,
     HTTPException: _http,
+    UnicodeDecodeError: _undecodable,
     Exception: _unexpected,
 }

@@ -91,9 +91,13 @@ async def _input(socket: WebSocket, term: PtyStream) -> None:
             await term.write(message["bytes"])
             continue
         try:
-            frame: dict[str, Any] = json.loads(message.get("text") or "{}")
+            frame = json.loads(message.get("text") or "{}")
         except ValueError:
-            await socket.send_json({"type": "error", "code": "invalid_input", "message": "frames are JSON"})
+            frame = None
+        if not isinstance(frame, dict):
+            await socket.send_json(
+                {"type": "error", "code": "invalid_input", "message": "text frames are JSON objects"}
+            )
             continue
         kind = frame.get("type")
         if kind == "stdin" and isinstance(frame.get("data"), str):
@@ -109,8 +113,9 @@ async def _input(socket: WebSocket, term: PtyStream) -> None:
         elif kind == "ping":
             await socket.send_json({"type": "pong"})
         else:
+            shown = kind if isinstance(kind, str) else type(kind).__name__
             await socket.send_json(
-                {"type": "error", "code": "invalid_input", "message": f"unknown frame {kind!r}"}
+                {"type": "error", "code": "invalid_input", "message": f"unknown frame {shown[:40]!r}"}
             )
 
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import Controller, Request, Response, delete, get, post, put
+from litestar import Controller, Request, delete, get, post, put
 from litestar.params import FromPath, JSONBody, QueryParameter
+from litestar.response import Stream
 
-from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
+from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter, body_chunks
 from sandlot.api.schemas import (
     ExecIn,
     ExecOut,
@@ -99,9 +100,10 @@ class SandboxFilesController(Controller):
         services: ServicesDep,
         principal: PrincipalDep,
     ) -> FileWritten:
-        body = await request.body()
-        written = await services.sandboxes.write_file(principal, sandbox_id, path, body)
-        return FileWritten(path=written, size=len(body))
+        where, size = await services.sandboxes.write_file(
+            principal, sandbox_id, path, body_chunks(request), request.content_length
+        )
+        return FileWritten(path=where, size=size)
 
     @get(
         "/",
@@ -110,6 +112,10 @@ class SandboxFilesController(Controller):
     )
     async def read_file(
         self, sandbox_id: FromPath[str], path: PathQuery, services: ServicesDep, principal: PrincipalDep
-    ) -> Response[bytes]:
-        data = await services.sandboxes.read_file(principal, sandbox_id, path)
-        return Response(data, media_type="application/octet-stream")
+    ) -> Stream:
+        found = await services.sandboxes.read_file(principal, sandbox_id, path)
+        return Stream(
+            found.chunks,
+            media_type="application/octet-stream",
+            headers={"Content-Length": str(found.size)},
+        )

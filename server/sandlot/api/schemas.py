@@ -37,6 +37,10 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: Bounds that keep every number inside what the store and ``timedelta`` can hold.
+MAX_SECONDS = 10**8
+
+
 class _Out(BaseModel):
     @classmethod
     def of(cls, row: object) -> Self:
@@ -54,8 +58,9 @@ class SandboxCreate(_In):
     memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
     cpus: Annotated[float | None, Field(gt=0, le=256)] = None
     pids: Annotated[int | None, Field(ge=8, le=1 << 20)] = None
+    disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool = False
-    ttl_seconds: Annotated[int | None, Field(ge=1)] = None
+    ttl_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = None
     read_only_root: bool = False
 
 
@@ -70,6 +75,7 @@ class SandboxOut(_Out):
     memory_mb: int
     cpus: float
     pids: int
+    disk_mb: int | None
     network: bool
     ttl_seconds: int | None
     expires_at: datetime | None
@@ -97,7 +103,7 @@ class ExecIn(_In):
     stdin_encoding: Literal["utf-8", "base64"] = "utf-8"
     env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(default_factory=dict, max_length=256)
     cwd: Annotated[str | None, Field(max_length=4096)] = None
-    timeout: Annotated[float, Field(gt=0)] = 60.0
+    timeout: Annotated[float, Field(gt=0, le=MAX_SECONDS)] = 60.0
 
     def stdin_bytes(self) -> bytes | None:
         return None if self.stdin is None else decode_input(self.stdin, self.stdin_encoding, "stdin")
@@ -150,12 +156,12 @@ class EnvironmentFields(_In):
     memory_mb: Annotated[int, Field(ge=16, le=1 << 20)] = 512
     cpus: Annotated[float, Field(gt=0, le=256)] = 1.0
     pids: Annotated[int, Field(ge=8, le=1 << 20)] = 256
-    disk_mb: Annotated[int | None, Field(ge=1)] = None
+    disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool = False
     env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(default_factory=dict, max_length=256)
-    session_ttl_seconds: Annotated[int | None, Field(ge=1)] = 3600
-    idle_timeout_seconds: Annotated[int | None, Field(ge=1)] = 600
-    outage_grace_period_seconds: Annotated[float, Field(ge=0)] = 60.0
+    session_ttl_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = 3600
+    idle_timeout_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = 600
+    outage_grace_period_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS)] = 60.0
     housekeeping_interval_seconds: Annotated[float, Field(gt=0, le=3600)] = 10.0
     idle_action: Literal["end", "suspend"] = "end"
 
@@ -167,18 +173,20 @@ class EnvironmentCreate(EnvironmentFields):
 class EnvironmentUpdate(_In):
     """Only the fields given change."""
 
-    images: Annotated[list[str] | None, Field(min_length=1, max_length=64)] = None
+    images: Annotated[
+        list[Annotated[str, Field(max_length=300)]] | None, Field(min_length=1, max_length=64)
+    ] = None
     features: dict[str, dict[str, Any] | None] | None = None
     pool_size: PoolSize | None = None
     memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
     cpus: Annotated[float | None, Field(gt=0, le=256)] = None
     pids: Annotated[int | None, Field(ge=8, le=1 << 20)] = None
-    disk_mb: Annotated[int | None, Field(ge=1)] = None
+    disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool | None = None
-    env: dict[str, str] | None = None
-    session_ttl_seconds: Annotated[int | None, Field(ge=1)] = None
-    idle_timeout_seconds: Annotated[int | None, Field(ge=1)] = None
-    outage_grace_period_seconds: Annotated[float | None, Field(ge=0)] = None
+    env: dict[str, Annotated[str, Field(max_length=32768)]] | None = Field(default=None, max_length=256)
+    session_ttl_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = None
+    idle_timeout_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = None
+    outage_grace_period_seconds: Annotated[float | None, Field(ge=0, le=MAX_SECONDS)] = None
     housekeeping_interval_seconds: Annotated[float | None, Field(gt=0, le=3600)] = None
     idle_action: Literal["end", "suspend"] | None = None
 
@@ -212,7 +220,14 @@ class SessionCreate(_In):
     environment: Annotated[str, Field(min_length=1, max_length=100)]
     image: Annotated[str | None, Field(max_length=300)] = None
     feature: Annotated[str | None, Field(max_length=100)] = None
-    session_id: Annotated[str | None, Field(max_length=64)] = None
+    session_id: Annotated[
+        str | None,
+        Field(
+            max_length=64,
+            description="Your own id for the session, unique within your tenant; every "
+            "/v1/sessions/{id} route accepts it in place of the service's id.",
+        ),
+    ] = None
     manifest: Annotated[list[ManifestEntry], Field(max_length=1000)] = Field(default_factory=list)
     assets: Annotated[list[AssetRef], Field(max_length=100)] = Field(default_factory=list)
     snapshot_id: Annotated[
@@ -223,6 +238,9 @@ class SessionCreate(_In):
 
 class SessionOut(_Out):
     id: str
+    client_ref: str | None = Field(
+        default=None, description="The id the client chose at start (`session_id`); usable in place of `id`."
+    )
     tenant_id: str
     environment_id: str
     sandbox_id: str | None

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, Response, delete, get, post, put
+from litestar import Controller, Request, delete, get, post, put
 from litestar.params import FromPath, JSONBody
+from litestar.response import Stream
 
-from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
+from sandlot.api.deps import Body, Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
 from sandlot.api.schemas import (
     ActivityOut,
     ResumeOut,
@@ -102,8 +103,8 @@ class SessionController(Controller):
     async def checkpoints(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> list[SnapshotOut]:
-        await services.sessions.get(principal, session_id)
-        rows = await services.sessions.snapshots.of_session(principal, session_id)
+        row = await services.sessions.get(principal, session_id)
+        rows = await services.sessions.snapshots.of_session(principal, row.id)
         return [SnapshotOut.of(r) for r in rows]
 
     @post("/{session_id:str}/suspend", status_code=200, summary="Snapshot, then freeze the sandbox")
@@ -137,17 +138,17 @@ class SessionWorkspaceController(Controller):
     )
     async def export_workspace(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
-    ) -> Response[bytes]:
-        data = await services.sessions.export_workspace(principal, session_id)
-        return Response(data, media_type="application/x-tar")
+    ) -> Stream:
+        chunks = await services.sessions.export_workspace(principal, session_id)
+        return Stream(chunks, media_type="application/x-tar")
 
     @put("/", summary="Unpack a tar (raw body, any compression) over the workspace")
     async def import_workspace(
         self, session_id: FromPath[str], request: Request, services: ServicesDep, principal: PrincipalDep
     ) -> WorkspaceImported:
-        body = await request.body()
-        await services.sessions.import_workspace(principal, session_id, body)
-        return WorkspaceImported(size=len(body))
+        body = Body(request)
+        await services.sessions.import_workspace(principal, session_id, aiter(body))
+        return WorkspaceImported(size=body.received)
 
 
 class SnapshotController(Controller):
@@ -167,10 +168,10 @@ class SnapshotController(Controller):
     )
     async def archive(
         self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
-    ) -> Response[bytes]:
-        data = await services.sessions.snapshots.archive(principal, snapshot_id)
-        return Response(
-            data,
+    ) -> Stream:
+        chunks = await services.sessions.snapshots.archive(principal, snapshot_id)
+        return Stream(
+            chunks,
             media_type="application/x-tar",
             headers={"Content-Disposition": f'attachment; filename="{snapshot_id}.tar"'},
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "Conflict",
+    "DiskFull",
     "EnvironmentOutageError",
     "ImageNotFound",
     "InvalidInput",
@@ -104,6 +105,12 @@ class NoCapacity(SandlotError):
     def __init__(self, message: str, retry_after: int = 1, **extra: object) -> None:
         super().__init__(message, **extra)
         self.retry_after = retry_after
+
+
+class DiskFull(SandlotError, OSError):
+    """The sandbox's disk (its ``disk_mb``) is full; the sandbox itself stays usable."""
+
+    code = "disk_full"
 
 
 class SandboxStateError(SandlotError, RuntimeError):

@@ -11,7 +11,7 @@ import posixpath
 
 from sandlot.domain.errors import InvalidInput, PathOutsideWorkspace
 
-__all__ = ["resolve_workspace_path"]
+__all__ = ["resolve_cwd", "resolve_workspace_path"]
 
 
 def resolve_workspace_path(workspace: str, path: str) -> str:
@@ -34,3 +34,14 @@ def resolve_workspace_path(workspace: str, path: str) -> str:
     if normal != root and not normal.startswith(root.rstrip("/") + "/"):
         raise PathOutsideWorkspace(f"path {path!r} is outside the workspace {root}", path=path)
     return normal
+
+
+def resolve_cwd(workspace: str, cwd: str | None) -> str | None:
+    """A command's working directory: a relative one is taken from the workspace; an absolute
+    one may be anywhere (a command can ``cd`` anywhere its user may go anyway)."""
+    if cwd is None:
+        return None
+    if not cwd or "\x00" in cwd:
+        raise InvalidInput("cwd must be a non-empty path without NUL bytes", field="cwd")
+    joined = cwd if cwd.startswith("/") else posixpath.join(workspace, cwd)
+    return "/" + posixpath.normpath(joined).lstrip("/")

@@ -5,16 +5,17 @@
 - ``0``: no pool. Sandboxes are created when a session starts and shut down when it ends.
 - ``[min, max]``: every image keeps ``min`` ready sandboxes and never has more than ``max``.
 - ``{image_regex: [min, max]}``: per image; the first regex that fully matches wins, and an
-  image no regex matches gets no pool.
+  image no regex matches gets no pool. Regexes are tenants' input: they run on RE2
+  (:mod:`sandlot.domain.patterns`), in linear time.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from sandlot.domain.errors import InvalidInput
+from sandlot.domain.patterns import compile_pattern
 
 __all__ = ["NO_POOL", "PoolBounds", "bounds_for", "parse_pool_size", "refill_count"]
 
@@ -51,14 +52,11 @@ def _pair(value: Any, where: str) -> PoolBounds:
 def parse_pool_size(value: Any) -> list[tuple[str, PoolBounds]]:
     """Validate ``pool_size`` and return it as ordered (regex, bounds) rules."""
     if isinstance(value, dict):
+        if len(value) > 64:
+            raise InvalidInput("pool_size has at most 64 rules", field="pool_size")
         rules = []
         for pattern, pair in value.items():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise InvalidInput(
-                    f"pool_size regex {pattern!r} is invalid: {exc}", field="pool_size"
-                ) from exc
+            compile_pattern(pattern, "pool_size")
             rules.append((pattern, _pair(pair, f"pool_size[{pattern!r}]")))
         return rules
     return [(".*", _pair(value, "pool_size"))]
@@ -67,7 +65,7 @@ def parse_pool_size(value: Any) -> list[tuple[str, PoolBounds]]:
 def bounds_for(pool_size: Any, image: str) -> PoolBounds:
     """The bounds that apply to ``image``: the first fully matching rule wins."""
     for pattern, bounds in parse_pool_size(pool_size):
-        if re.fullmatch(pattern, image):
+        if compile_pattern(pattern, "pool_size").fullmatch(image):
             return bounds
     return NO_POOL
 

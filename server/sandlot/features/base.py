@@ -10,14 +10,13 @@ recorded, and (with issue #5) traced.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from sandlot.domain.errors import InvalidInput
+from sandlot.domain.patterns import compile_pattern
 
 if TYPE_CHECKING:
     from sandlot.runtime.base import SandboxRuntime
@@ -91,18 +90,12 @@ class Feature:
     description: ClassVar[str] = ""
 
     def __init__(self, applicable_images: str = ".*", **config: Any) -> None:
-        try:
-            self._pattern = re.compile(applicable_images)
-        except re.error as exc:
-            raise InvalidInput(
-                f"feature {self.name!r}: applicable_images {applicable_images!r} is not a regex",
-                field="features",
-            ) from exc
+        self._pattern = compile_pattern(applicable_images, "features")  # a tenant's: linear time
         self.applicable_images = applicable_images
         self.config = config
 
     def applies_to(self, image: str) -> bool:
-        return not self.sandbox_based or self._pattern.fullmatch(image) is not None
+        return not self.sandbox_based or self._pattern.fullmatch(image)
 
     @classmethod
     def activities(cls) -> dict[str, ActivitySpec]:

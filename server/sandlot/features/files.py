@@ -3,60 +3,29 @@
 from __future__ import annotations
 
 import base64
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from sandlot.domain.errors import InvalidInput, NotFound, PathOutsideWorkspace
+from sandlot.domain.errors import InvalidInput
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.features.base import ActivityArgs, Feature, SessionContext, activity
+from sandlot.runtime.file_scripts import (
+    FILE_EXIT_CODES,
+    FS_LIST,
+    FS_MKDIR,
+    FS_MOVE,
+    FS_REMOVE,
+    FS_STAT,
+    file_error,
+    octal,
+)
 from sandlot.runtime.output import decode_input
+from sandlot.store.blobs import one_chunk
 
 __all__ = ["FilesFeature"]
 
 PathArg = Annotated[str, Field(min_length=1, max_length=4096)]
-
-# Runs in the session shell as: sandlot_fs OP WORKSPACE PATH [PATH2]. Every path is resolved
-# (symlinks included) and must stay inside WORKSPACE; output is one JSON document.
-_FS = r"""
-op=$1; ws=$2; p=$3; q=$4
-inside() {
-  r=$(readlink -f -- "$1" 2>/dev/null) || r=$(readlink -f -- "$(dirname -- "$1")")/$(basename -- "$1")
-  case "$r" in "$ws"|"$ws"/*) return 0 ;; *) echo '{"error":"outside"}'; exit 0 ;; esac
-}
-esc() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }
-kind() {
-  if [ -L "$1" ]; then t=symlink; elif [ -d "$1" ]; then t=dir; elif [ -f "$1" ]; then t=file
-  elif [ -e "$1" ]; then t=other; else t=; fi
-  s=0; [ "$t" = file ] && s=$(wc -c < "$1")
-}
-inside "$p"
-[ -n "$q" ] && inside "$q"
-case $op in
-  list)
-    [ -d "$p" ] || { [ -e "$p" ] && echo '{"error":"notdir"}' || echo '{"error":"missing"}'; exit 0; }
-    printf '{"entries":['; first=1
-    for f in "$p"/* "$p"/.[!.]* "$p"/..?*; do
-      [ -e "$f" ] || [ -L "$f" ] || continue
-      kind "$f"
-      [ $first = 1 ] || printf ','; first=0
-      printf '{"name":"%s","type":"%s","size":%s}' "$(esc "$(basename -- "$f")")" "$t" "$s"
-    done
-    printf ']}\n' ;;
-  stat)
-    kind "$p"
-    [ -n "$t" ] || { echo '{"error":"missing"}'; exit 0; }
-    printf '{"type":"%s","size":%s,"mtime":%s}\n' "$t" "$s" "$(date -r "$p" +%s 2>/dev/null || echo 0)" ;;
-  mkdir) mkdir -p -- "$p" && echo '{}' || echo '{"error":"failed"}' ;;
-  remove)
-    [ -e "$p" ] || [ -L "$p" ] || { echo '{"error":"missing"}'; exit 0; }
-    rm -rf -- "$p" && echo '{}' || echo '{"error":"failed"}' ;;
-  move)
-    [ -e "$p" ] || [ -L "$p" ] || { echo '{"error":"missing"}'; exit 0; }
-    mkdir -p -- "$(dirname -- "$q")" && mv -f -- "$p" "$q" && echo '{}' || echo '{"error":"failed"}' ;;
-esac
-"""
 
 
 class ReadArgs(ActivityArgs):
@@ -87,37 +56,55 @@ def _q(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
+def _name(raw: bytes) -> str:
+    return raw.decode(errors="replace")
+
+
+def _count(raw: bytes) -> int:
+    """A size or a time from the sandbox's answer (its shell is the session's: 0 for nonsense)."""
+    text = raw.strip()
+    return int(text) if text.isdigit() and len(text) < 19 else 0
+
+
 class FilesFeature(Feature):
+    """Every path is resolved inside the sandbox, as the sandbox user, by the programs of
+    :mod:`sandlot.runtime.file_scripts` (no component may lead outside the workspace); their
+    answers are NUL-separated, so any name comes back whole."""
+
     name = "files"
     description = "Files inside the workspace (paths outside it, or symlinks out, are refused)."
 
     def _path(self, ctx: SessionContext, path: str) -> str:
         return resolve_workspace_path(ctx.workspace, path)
 
-    async def _fs(self, ctx: SessionContext, op: str, *paths: str) -> dict[str, Any]:
-        cmd = " ".join(["sh", "-c", _q(_FS), "sandlot_fs", op, _q(ctx.workspace), *map(_q, paths)])
-        res = await ctx.shell().run(cmd, timeout=60, silence_timeout=None, output_limit=16 << 20)
-        try:
-            doc: dict[str, Any] = json.loads(res.stdout.decode())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InvalidInput(f"{op} failed: {res.stderr.decode(errors='replace')[:300]}") from exc
-        error = doc.pop("error", None)
-        if error == "outside":
-            raise PathOutsideWorkspace(f"{paths[0]!r} resolves outside the workspace")
-        if error == "missing":
-            raise NotFound(f"nothing at {paths[0]!r}")
-        if error == "notdir":
-            raise InvalidInput(f"{paths[0]!r} is not a directory", field="path")
-        if error:
-            raise InvalidInput(f"{op} of {paths[0]!r} failed: {res.stderr.decode(errors='replace')}")
-        return doc
+    def _rel(self, ctx: SessionContext, path: str) -> str:
+        root = ctx.workspace.rstrip("/")
+        return octal("" if path == root else path[len(root) + 1 :])
+
+    async def _fs(self, ctx: SessionContext, script: str, *paths: str) -> list[bytes]:
+        args = " ".join(_q(a) for a in (ctx.workspace, *(self._rel(ctx, p) for p in paths)))
+        res = await ctx.shell().run(
+            f"/bin/sh -c {_q(script)} sandlot_fs {args}",
+            timeout=60,
+            silence_timeout=None,
+            output_limit=16 << 20,
+        )
+        if res.timed_out:
+            raise InvalidInput(f"the file operation on {paths[0]!r} timed out")
+        if res.exit_code in FILE_EXIT_CODES:
+            raise file_error(res.exit_code, paths[0], res.stderr)
+        if res.exit_code != 0:
+            detail = res.stderr.decode(errors="replace")[-300:]
+            raise InvalidInput(f"the file operation on {paths[0]!r} failed (exit {res.exit_code}): {detail}")
+        return res.stdout.split(b"\0")
 
     @activity(ReadArgs)
     async def read(self, ctx: SessionContext, args: ReadArgs) -> dict[str, Any]:
         """Read a file; text as UTF-8, or base64 when asked or when it is not UTF-8."""
-        data = await ctx.runtime.read_file(
+        found = await ctx.runtime.read_file(
             ctx.ref, self._path(ctx, args.path), ctx.workspace, ctx.settings.max_file_bytes
         )
+        data = await found.read_all()
         if args.encoding == "utf-8":
             try:
                 return {"content": data.decode(), "encoding": "utf-8", "size": len(data)}
@@ -127,36 +114,48 @@ class FilesFeature(Feature):
 
     @activity(WriteArgs)
     async def write(self, ctx: SessionContext, args: WriteArgs) -> dict[str, Any]:
-        """Write a file, creating parent directories."""
+        """Write a file, creating parent directories (as the sandbox user: a read-only file
+        stays as it is, with a 422)."""
         data = decode_input(args.content, args.encoding, "content")
         path = self._path(ctx, args.path)
-        await ctx.runtime.write_file(ctx.ref, path, data, ctx.workspace)
+        await ctx.runtime.write_file(ctx.ref, path, ctx.workspace, one_chunk(data), len(data))
         return {"path": path, "size": len(data)}
 
     @activity(ListArgs)
     async def list(self, ctx: SessionContext, args: ListArgs) -> dict[str, Any]:
         """List a directory: name, type and size of each entry."""
-        return await self._fs(ctx, "list", self._path(ctx, args.path))
+        fields = await self._fs(ctx, FS_LIST, self._path(ctx, args.path))
+        entries = [
+            {"name": _name(fields[i + 2]), "type": _name(fields[i]), "size": _count(fields[i + 1])}
+            for i in range(0, len(fields) - 2, 3)
+        ]
+        return {"entries": sorted(entries, key=lambda e: e["name"])}
 
     @activity(PathArgs)
     async def stat(self, ctx: SessionContext, args: PathArgs) -> dict[str, Any]:
-        """Type, size and modification time of a path."""
-        return await self._fs(ctx, "stat", self._path(ctx, args.path))
+        """Type, size and modification time of a path (a link is reported, not followed)."""
+        found = await self._fs(ctx, FS_STAT, self._path(ctx, args.path))
+        if len(found) < 3:
+            raise InvalidInput(f"could not stat {args.path!r}", field="path")
+        return {"type": _name(found[0]), "size": _count(found[1]), "mtime": _count(found[2])}
 
     @activity(PathArgs)
     async def mkdir(self, ctx: SessionContext, args: PathArgs) -> dict[str, Any]:
         """Create a directory and its parents."""
-        return await self._fs(ctx, "mkdir", self._path(ctx, args.path))
+        await self._fs(ctx, FS_MKDIR, self._path(ctx, args.path))
+        return {}
 
     @activity(PathArgs)
     async def remove(self, ctx: SessionContext, args: PathArgs) -> dict[str, Any]:
         """Remove a file or a directory tree."""
         path = self._path(ctx, args.path)
-        if path == ctx.workspace:
+        if path == ctx.workspace.rstrip("/"):
             raise InvalidInput("refusing to remove the workspace itself", field="path")
-        return await self._fs(ctx, "remove", path)
+        await self._fs(ctx, FS_REMOVE, path)
+        return {}
 
     @activity(MoveArgs)
     async def move(self, ctx: SessionContext, args: MoveArgs) -> dict[str, Any]:
-        """Move or rename a file or directory."""
-        return await self._fs(ctx, "move", self._path(ctx, args.source), self._path(ctx, args.destination))
+        """Move or rename a file or directory (into the destination when it is a directory)."""
+        await self._fs(ctx, FS_MOVE, self._path(ctx, args.source), self._path(ctx, args.destination))
+        return {}

@@ -35,9 +35,28 @@ sys.stdout.write("\n" + marker + json.dumps(None if value is None else repr(valu
 """
 
 
+_SIGKILL_EXIT = 137
+
+
 class RunArgs(ActivityArgs):
     code: Annotated[str, Field(max_length=96 * 1024)]
     timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
+
+
+def _split_value(stdout: bytes, marker: str) -> tuple[bytes, str | None]:
+    """The program's own output and the value the driver printed after ``marker`` (None when
+    the code printed after it, exited early, or cut the line: its output stays as it was)."""
+    head, sep, tail = stdout.rpartition(b"\n" + marker.encode())
+    if not sep:
+        return stdout, None
+    line, _, after = tail.partition(b"\n")
+    try:
+        value = json.loads(line.decode())
+    except (ValueError, UnicodeDecodeError):
+        return stdout, None
+    if not isinstance(value, str | None) or after:
+        return stdout, None
+    return head, value
 
 
 class PythonFeature(Feature):
@@ -62,10 +81,7 @@ class PythonFeature(Feature):
             silence_timeout=None,
             output_limit=ctx.settings.exec_output_limit,
         )
-        stdout, value = res.stdout, None
-        head, sep, tail = stdout.rpartition(b"\n" + marker.encode())
-        if sep:
-            stdout, value = head, json.loads(tail.decode().strip() or "null")
+        stdout, value = _split_value(res.stdout, marker)
         return {
             "exit_code": res.exit_code,
             **decode_output(stdout, res.stderr),
@@ -73,4 +89,5 @@ class PythonFeature(Feature):
             "duration_ms": round(res.duration_ms, 3),
             "timed_out": res.timed_out,
             "truncated": res.truncated,
+            "oom_killed": res.exit_code == _SIGKILL_EXIT and await ctx.runtime.oom_killed(ctx.ref),
         }

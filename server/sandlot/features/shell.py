@@ -8,6 +8,7 @@ from pydantic import Field
 
 from sandlot.domain.env import validate_env
 from sandlot.domain.errors import SandboxStateError, SandlotError
+from sandlot.domain.paths import resolve_cwd
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
 from sandlot.observability.metrics import METRICS
 from sandlot.observability.tracing import traced_env
@@ -17,6 +18,7 @@ from sandlot.runtime.output import decode_input, decode_output
 __all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]
 
 KEEPALIVE_SECONDS = 5.0
+SIGKILL_EXIT = 137
 
 
 class RunArgs(ActivityArgs):
@@ -37,13 +39,14 @@ class ExecArgs(ActivityArgs):
     timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
 
 
-def _result(res: Any) -> dict[str, Any]:
+def _result(res: Any, oom_killed: bool) -> dict[str, Any]:
     return {
         "exit_code": res.exit_code,
         **decode_output(res.stdout, res.stderr),
         "duration_ms": round(res.duration_ms, 3),
         "timed_out": res.timed_out,
         "truncated": res.truncated,
+        "oom_killed": oom_killed,
     }
 
 
@@ -73,7 +76,8 @@ class ShellFeature(Feature):
             silence_timeout=args.silence_timeout,
             output_limit=ctx.settings.exec_output_limit,
         )
-        return {**_result(res), "silence_timed_out": res.silence_timed_out}
+        oom = res.exit_code == SIGKILL_EXIT and await ctx.runtime.oom_killed(ctx.ref)
+        return {**_result(res, oom), "silence_timed_out": res.silence_timed_out}
 
     @activity(ExecArgs)
     async def exec(self, ctx: SessionContext, args: ExecArgs) -> dict[str, Any]:
@@ -84,13 +88,13 @@ class ShellFeature(Feature):
             list(args.argv),
             stdin=None if args.stdin is None else decode_input(args.stdin, args.stdin_encoding, "stdin"),
             env=traced_env(args.env),
-            cwd=args.cwd or ctx.workspace,
+            cwd=resolve_cwd(ctx.workspace, args.cwd) or ctx.workspace,
             timeout=args.timeout,
             output_limit=ctx.settings.exec_output_limit,
         )
         res = await ctx.runtime.exec(ctx.ref, request)
         METRICS.command.labels("exec").observe(res.duration_ms / 1000)
-        return _result(res)
+        return _result(res, res.oom_killed)
 
     async def teardown_session(self, ctx: SessionContext) -> None:
         assert ctx.shells is not None

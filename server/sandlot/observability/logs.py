@@ -49,4 +49,6 @@ def configure_logging(settings: Settings) -> None:
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
+    logging.getLogger("alembic").setLevel(max(root.level, logging.WARNING))  # one line per step
+
     root.setLevel(settings.log_level.upper())

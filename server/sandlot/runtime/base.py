@@ -6,9 +6,12 @@ pass the same integration test suite (``tests/integration/runtime``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from sandlot.runtime.archives import ArchiveReport
 
 __all__ = [
     "LABEL_INSTANCE",
@@ -17,6 +20,7 @@ __all__ = [
     "LABEL_TENANT",
     "ExecRequest",
     "ExecResult",
+    "FileStream",
     "Limits",
     "OwnedSandbox",
     "ProcessStream",
@@ -37,6 +41,7 @@ class Limits:
     memory_mb: int = 512
     cpus: float = 1.0
     pids: int = 256
+    disk_mb: int = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,17 @@ class ExecRequest:
             return ["/bin/sh", "-c", self.command]
         return list(self.command)
 
+    def validate(self) -> None:
+        """422 for what no process can be given: NUL bytes, a relative working directory."""
+        from sandlot.domain.env import validate_env
+        from sandlot.domain.errors import InvalidInput
+
+        if any("\x00" in arg for arg in self.argv()):
+            raise InvalidInput("the command contains a NUL byte", field="command")
+        if self.cwd is not None and (not self.cwd.startswith("/") or "\x00" in self.cwd):
+            raise InvalidInput("cwd must be an absolute path without NUL bytes", field="cwd")
+        validate_env(self.env)
+
 
 @dataclass(slots=True)
 class ExecResult:
@@ -90,6 +106,19 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False
     oom_killed: bool = False
+
+
+@dataclass(slots=True)
+class FileStream:
+    """A file being read out of a sandbox: its size, then its bytes. Iterate ``chunks`` to the
+    end or close it (``aclose``) to release what holds the file open."""
+
+    size: int
+    chunks: AsyncIterator[bytes]
+
+    async def read_all(self) -> bytes:
+        parts = [chunk async for chunk in self.chunks]
+        return b"".join(parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,11 +162,14 @@ class ProcessStream(Protocol):
 
 @runtime_checkable
 class SandboxRuntime(Protocol):
-    """A place sandboxes run. Every method may raise :class:`RuntimeUnavailable`."""
+    """A place sandboxes run. Every method may raise :class:`RuntimeUnavailable` (the engine
+    does not answer) or :class:`SandboxStateError` (this sandbox is broken or gone)."""
 
     name: str
     #: whether sandboxes are really isolated (containers) or plain host processes.
     isolated: bool
+    #: whether ``Limits.disk_mb`` is enforced (decided by the engine's storage, see ``ping``).
+    disk_limits: bool
 
     async def ping(self) -> None:
         """Raise unless the runtime answers."""
@@ -149,6 +181,11 @@ class SandboxRuntime(Protocol):
 
     async def create(self, spec: SandboxSpec) -> str:
         """Create and start a sandbox; return its runtime reference."""
+        ...
+
+    def ref_for(self, sandbox_id: str) -> str:
+        """A reference that reaches the sandbox ``sandbox_id`` even when its create was
+        interrupted before it returned one (e.g. the container's name)."""
         ...
 
     async def remove(self, ref: str) -> None:
@@ -176,7 +213,8 @@ class SandboxRuntime(Protocol):
     async def open_pty(
         self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
     ) -> PtyStream:
-        """Start a process on a new pseudo-terminal of ``cols`` x ``rows``."""
+        """Start a process on a new pseudo-terminal of ``cols`` x ``rows``; closing the
+        stream kills it and everything it started."""
         ...
 
     def state_dir(self, ref: str) -> str:
@@ -188,26 +226,46 @@ class SandboxRuntime(Protocol):
         ``include_root=False`` only the descendants."""
         ...
 
+    async def oom_killed(self, ref: str) -> bool:
+        """Whether the kernel OOM-killed a process in the sandbox since the last call."""
+        ...
+
     async def reset(self, ref: str, workspace: str) -> None:
-        """Kill every process a client started and empty the workspace, so the sandbox can
-        serve another session. Raises :class:`SandboxStateError` if that did not work."""
+        """Make the sandbox a clean slate for another session: kill every process a client
+        started, empty the workspace and every other writable place. Raises
+        :class:`SandboxStateError` unless that can be proven (the sandbox is then replaced)."""
         ...
 
-    async def write_file(self, ref: str, path: str, data: bytes, workspace: str) -> None:
-        """Write ``data`` at absolute in-sandbox ``path`` (inside ``workspace``)."""
+    async def write_file(
+        self, ref: str, path: str, workspace: str, data: AsyncIterable[bytes], size: int
+    ) -> None:
+        """Write ``size`` bytes from ``data`` at absolute in-sandbox ``path`` (inside
+        ``workspace``), as the sandbox user; the old file stays unless all arrived."""
         ...
 
-    async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> bytes:
-        """Read the regular file at ``path`` (inside ``workspace``), at most ``limit`` bytes."""
+    async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> FileStream:
+        """Open the regular file at ``path`` (inside ``workspace``, at most ``limit`` bytes)."""
         ...
 
-    async def export_workspace(self, ref: str, workspace: str, limit: int) -> bytes:
-        """The workspace as an uncompressed tar whose member names are relative to it (no
-        leading component), owners and modes kept. Over ``limit`` bytes: ``PayloadTooLarge``."""
+    def export_workspace(self, ref: str, workspace: str, limit: int) -> AsyncIterator[bytes]:
+        """The workspace as an uncompressed tar whose member names are relative to it, as a
+        stream; ``PayloadTooLarge`` once it passes ``limit`` bytes (before the first chunk
+        when the size is known to be over)."""
         ...
 
-    async def import_workspace(self, ref: str, workspace: str, archive: bytes) -> None:
-        """Unpack a tar made by :meth:`export_workspace` into the (empty) workspace."""
+    async def import_workspace(
+        self,
+        ref: str,
+        workspace: str,
+        archive: AsyncIterable[bytes],
+        report: ArchiveReport,
+        *,
+        check_links: bool,
+    ) -> None:
+        """Unpack a checked workspace archive (see :func:`archives.check_archive`, whose
+        ``report`` is complete once ``archive`` is) over the workspace, as the sandbox user.
+        ``check_links``: first refuse (``PathOutsideWorkspace``) when a link already in the
+        workspace would lead a member outside (not needed for an empty workspace)."""
         ...
 
     async def pause(self, ref: str) -> None:

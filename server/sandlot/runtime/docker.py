@@ -1,74 +1,60 @@
 """The Docker runtime: one container per sandbox, driven through aiodocker.
 
 Containers are created locked down (no capabilities, no-new-privileges, no network unless
-allowed, memory/cpu/pids limits, an init process to reap orphans) and carry our labels so a
-restarted service can find them. Files move through the archive API; commands through
-``docker exec`` wrapped so that their whole process tree can be killed on timeout.
+allowed, memory/cpu/pids limits, a writable layer of ``disk_mb`` where the engine's storage
+can size it, an init process to reap orphans) and carry our labels so a restarted service can
+find them. Commands go through ``docker exec`` wrapped so that their whole process tree can be
+killed on timeout; files and archives move through programs run as the sandbox user
+(:mod:`sandlot.runtime.docker_files`). Every engine failure becomes ``RuntimeUnavailable``
+(the engine does not answer) or ``SandboxStateError`` (this container is broken or gone).
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
-import posixpath
-import tarfile
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from typing import Any
 
 import aiodocker
+import aiohttp
 from aiodocker.stream import Stream
 
-from sandlot.domain.errors import (
-    ImageNotFound,
-    InvalidInput,
-    NotFound,
-    PathOutsideWorkspace,
-    PayloadTooLarge,
-    RuntimeUnavailable,
-    SandboxStateError,
-)
-from sandlot.runtime.archives import strip_first_component
+from sandlot.domain.errors import ImageNotFound, RuntimeUnavailable, SandboxStateError
+from sandlot.runtime import docker_files
+from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
     LABEL_MANAGED,
     ExecRequest,
     ExecResult,
+    FileStream,
     OwnedSandbox,
     SandboxSpec,
 )
-from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, send_stdin
+from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, container_config
+from sandlot.runtime.docker_reset import CleanSlate
+from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error, send_stdin
 from sandlot.runtime.output import CappedBuffer
-from sandlot.runtime.scripts import (
-    KILL_SESSION,
-    KILL_TREE,
-    OOM_COUNT,
-    REPORT_PID_AND_EXEC,
-    RESET_SANDBOX,
-    RESOLVE_PATH,
-    STATE_ROOT,
-)
+from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, OOM_COUNT, REPORT_PID_AND_EXEC, STATE_ROOT
 
 __all__ = ["DockerRuntime"]
 
 log = logging.getLogger(__name__)
 
-_KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
 _SIGKILL_EXIT = 137
-
-
-def _unavailable(exc: Exception) -> RuntimeUnavailable:
-    return RuntimeUnavailable(f"docker engine unreachable: {exc}")
-
-
-class _Resolved(NamedTuple):
-    existing: str
-    tail: str
-    kind: str
-    size: int
-    uid: int
-    gid: int
+# connecting must be quick; reading may take as long as a command or a transfer does
+_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=None)
+_PING_SECONDS = 10.0
+# drivers that can size a container's writable layer (StorageOpt size)
+_SIZED_DRIVERS = ("btrfs", "zfs")
+#: The environment our own programs run with, whatever the sandbox's environment says: a
+#: session's PATH or preloaded library must not stand in for the tools a reset relies on.
+HELPER_ENV = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    **dict.fromkeys(("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "ENV", "BASH_ENV", "CDPATH"), ""),
+}
 
 
 class DockerRuntime:
@@ -82,11 +68,21 @@ class DockerRuntime:
         self._instance = instance
         self._client: aiodocker.Docker | None = None
         self._oom_seen: dict[str, int] = {}
+        self.disk_limits = False
+        self._storage_checked = False
+        self._facts: dict[str, Facts] = {}
+        self._clean = CleanSlate(self)
+        self._network_ready = False
 
     @property
     def docker(self) -> aiodocker.Docker:
         if self._client is None:
-            self._client = aiodocker.Docker(url=self._url)
+            try:
+                self._client = aiodocker.Docker(url=self._url, timeout=_TIMEOUT)
+            except (AssertionError, ValueError, OSError) as exc:  # no DOCKER_HOST and no socket
+                raise RuntimeUnavailable(
+                    f"no Docker engine to connect to: {exc or type(exc).__name__}"
+                ) from exc
         return self._client
 
     async def close(self) -> None:
@@ -96,110 +92,143 @@ class DockerRuntime:
 
     async def ping(self) -> None:
         try:
-            await self.docker.version()
-        except (OSError, aiodocker.DockerError) as exc:
-            raise _unavailable(exc) from exc
+            async with asyncio.timeout(_PING_SECONDS):
+                with engine("ping"):
+                    await self.docker.version()
+                    if not self._storage_checked:
+                        self._learn_storage(await self.docker.system.info())
+        except TimeoutError as exc:
+            raise RuntimeUnavailable(f"the Docker engine did not answer within {_PING_SECONDS:g} s") from exc
+
+    def _learn_storage(self, info: Mapping[str, Any]) -> None:
+        driver = str(info.get("Driver", ""))
+        backing = {str(k): str(v) for k, v in (info.get("DriverStatus") or [])}.get("Backing Filesystem", "")
+        self.disk_limits = driver in _SIZED_DRIVERS or (driver == "overlay2" and backing == "xfs")
+        self._storage_checked = True
+        if not self.disk_limits:
+            log.warning(
+                "DISK LIMITS ARE NOT ENFORCED: the Docker engine's storage (%s on %s) cannot size "
+                "containers; use btrfs, zfs or overlay2 on xfs with pquota "
+                "(scripts/ensure-docker.sh sets up btrfs)",
+                driver,
+                backing or "?",
+            )
+
+    async def _image_user(self, image: str) -> str | None:
+        """The user ``image`` runs as ("" for root), or None when there is no such image."""
+        try:
+            with engine("image inspect"):
+                found = await self.docker.images.inspect(image)
+        except SandboxStateError:  # 404 (and 4xx) from the images endpoint: no such image
+            return None
+        return str((found.get("Config") or {}).get("User") or "")
 
     async def image_exists(self, image: str) -> bool:
-        try:
-            await self.docker.images.inspect(image)
-        except aiodocker.DockerError as exc:
-            if exc.status == 404:
-                return False
-            raise _unavailable(exc) from exc
-        except OSError as exc:
-            raise _unavailable(exc) from exc
-        return True
+        return await self._image_user(image) is not None
 
-    def _config(self, spec: SandboxSpec) -> dict[str, Any]:
-        labels = {LABEL_MANAGED: "1", LABEL_INSTANCE: self._instance, **spec.labels}
-        host: dict[str, Any] = {
-            "Memory": spec.limits.memory_mb * 1024 * 1024,
-            "MemorySwap": spec.limits.memory_mb * 1024 * 1024,
-            "NanoCpus": int(spec.limits.cpus * 1e9),
-            "PidsLimit": spec.limits.pids,
-            "CapDrop": ["ALL"],
-            "SecurityOpt": ["no-new-privileges"],
-            "NetworkMode": "bridge" if spec.network else "none",
-            "ReadonlyRootfs": spec.read_only_root,
-            "Init": True,
-            "Mounts": [],
+    async def _ensure_network(self) -> None:
+        """The one bridge network sandboxes with network access share (no traffic between
+        containers on it)."""
+        if self._network_ready:
+            return
+        config = {
+            "Name": NETWORK,
+            "Driver": "bridge",
+            "CheckDuplicate": True,
+            "Options": NETWORK_OPTIONS,
+            "Labels": {LABEL_MANAGED: "1"},
         }
-        if spec.read_only_root:
-            host["Tmpfs"] = {"/tmp": "rw,nosuid,nodev,size=64m"}
-            host["Mounts"].append(
-                {
-                    "Type": "volume",
-                    "Target": spec.workspace,
-                    "VolumeOptions": {"Labels": labels},
-                }
-            )
-        return {
-            "Image": spec.image,
-            "Cmd": _KEEPALIVE,
-            "Env": [f"{k}={v}" for k, v in spec.env.items()],
-            "WorkingDir": spec.workspace,
-            "Labels": labels,
-            "HostConfig": host,
-            "NetworkDisabled": not spec.network,
-            "StopTimeout": 1,
-        }
+        try:
+            with engine("network create"):
+                await self.docker.networks.create(config)
+        except SandboxStateError as exc:  # 409: it exists already
+            if not isinstance(exc.__cause__, aiodocker.DockerError) or exc.__cause__.status != 409:
+                raise
+        self._network_ready = True
+
+    def ref_for(self, sandbox_id: str) -> str:
+        return f"sandlot-{sandbox_id}"
 
     async def create(self, spec: SandboxSpec) -> str:
-        if not await self.image_exists(spec.image):
+        if not self._storage_checked:
+            await self.ping()
+        image_user = await self._image_user(spec.image)
+        if image_user is None:
             raise ImageNotFound(f"image {spec.image!r} is not available", image=spec.image)
+        if spec.network:
+            await self._ensure_network()
+        name = self.ref_for(spec.sandbox_id)
         try:
-            container = await self.docker.containers.create(
-                self._config(spec), name=f"sandlot-{spec.sandbox_id}"
-            )
+            container, facts = await self._create_container(spec, name, image_user)
+        except aiodocker.DockerError as exc:
+            raise engine_error(exc, "create") from exc
+        self._facts[container.id] = facts
+        with engine("start"):
             try:
                 await container.start()
             except aiodocker.DockerError:
                 await container.delete(force=True, v=True)
                 raise
-        except aiodocker.DockerError as exc:
-            raise SandboxStateError(f"could not start container: {exc.message}") from exc
-        except OSError as exc:
-            raise _unavailable(exc) from exc
         try:  # readiness: the sandbox must be able to run our shell
-            probe = await self._run_quick(container.id, ["/bin/sh", "-c", "true"])
+            probe = await self.run_quick(container.id, ["/bin/sh", "-c", "true"])
             if probe.exit_code != 0:
                 raise SandboxStateError(f"readiness probe exited with {probe.exit_code}")
-        except (SandboxStateError, TimeoutError, aiodocker.DockerError) as exc:
+        except (SandboxStateError, TimeoutError) as exc:
             await self.remove(container.id)
             raise SandboxStateError(f"sandbox did not become ready: {exc}") from exc
         self._oom_seen[container.id] = 0
-        return container.id
+        await self._clean.learn(container.id, spec.workspace)
+        return str(container.id)
+
+    async def _create_container(self, spec: SandboxSpec, name: str, image_user: str) -> tuple[Any, Facts]:
+        """Create the container; a leftover of an interrupted create under the same name is
+        removed first, and an engine that cannot size layers after all is remembered."""
+        for _ in range(3):
+            body, facts = container_config(
+                spec, instance=self._instance, image_user=image_user, disk_limits=self.disk_limits
+            )
+            try:
+                with engine("create"):
+                    return await self.docker.containers.create(body, name=name), facts
+            except SandboxStateError as exc:
+                cause = exc.__cause__
+                if not isinstance(cause, aiodocker.DockerError):
+                    raise
+                text = str(cause.message).lower()
+                if self.disk_limits and ("storage" in text or "quota" in text):
+                    log.warning("the engine refused a sized layer (%s); disk limits not enforced", text)
+                    self.disk_limits = False
+                elif cause.status == 409 and "name" in text:
+                    await self.remove(name)
+                else:
+                    raise cause from None
+        raise SandboxStateError(f"could not create container {name}")
 
     async def remove(self, ref: str) -> None:
         self._oom_seen.pop(ref, None)
+        self._facts.pop(ref, None)
+        self._clean.forget(ref)
+
         try:
-            await self.docker.containers.container(ref).delete(force=True, v=True)
-        except aiodocker.DockerError as exc:
-            if exc.status not in (404, 409):
-                raise _unavailable(exc) from exc
-        except OSError as exc:
-            raise _unavailable(exc) from exc
+            with engine("remove"):
+                await self.docker.containers.container(ref).delete(force=True, v=True)
+        except SandboxStateError:
+            pass  # already gone, or its removal is under way
 
     async def is_running(self, ref: str) -> bool:
         try:
-            info = await self.docker.containers.container(ref).show()
-        except aiodocker.DockerError as exc:
-            if exc.status == 404:
-                return False
-            raise _unavailable(exc) from exc
-        except OSError as exc:
-            raise _unavailable(exc) from exc
+            with engine("inspect"):
+                info = await self.docker.containers.container(ref).show()
+        except SandboxStateError:
+            return False
         return bool(info["State"]["Running"])
 
     async def list_owned(self, instance: str | None = None) -> list[OwnedSandbox]:
         filters = [f"{LABEL_MANAGED}=1"]
         if instance is not None:
             filters.append(f"{LABEL_INSTANCE}={instance}")
-        try:
+        with engine("list"):
             found = await self.docker.containers.list(all=True, filters={"label": filters})
-        except (OSError, aiodocker.DockerError) as exc:
-            raise _unavailable(exc) from exc
         return [
             OwnedSandbox(
                 ref=c.id,
@@ -211,93 +240,125 @@ class DockerRuntime:
 
     # -- commands ---------------------------------------------------------------------------
 
-    async def _run_quick(self, ref: str, argv: list[str], limit_s: float = 10.0) -> ExecResult:
-        """Run a helper command of ours (no pid wrapper, no tree kill)."""
+    async def facts(self, ref: str) -> Facts:
+        found = self._facts.get(ref)
+        if found is None:
+            with engine("inspect"):
+                info = await self.docker.containers.container(ref).show()
+            found = self._facts[ref] = Facts.of_labels(info["Config"].get("Labels") or {})
+        return found
+
+    async def attach(
+        self,
+        ref: str,
+        argv: Sequence[str],
+        *,
+        stdin: bool = False,
+        env: Mapping[str, str] | None = None,
+        tty: bool = False,
+        helper: bool = False,
+    ) -> tuple[Any, Stream]:
+        """Start ``argv`` in the container as its sandbox user, with its streams attached. A
+        ``helper`` (a program of ours) runs with :data:`HELPER_ENV` over the sandbox's
+        environment."""
+        user = (await self.facts(ref)).user
+        environment = {**(env or {}), **HELPER_ENV} if helper else dict(env or {})
+        with engine("exec"):
+            exe = await self.docker.containers.container(ref).exec(
+                list(argv), stdin=stdin, environment=environment, tty=tty, user=user
+            )
+            stream: Stream = exe.start(detach=False)
+            await stream._init()
+        return exe, stream
+
+    async def exit_code(self, exe: Any) -> int | None:
+        with engine("exec inspect"):
+            code = (await exe.inspect())["ExitCode"]
+        return None if code is None else int(code)
+
+    async def run_quick(
+        self,
+        ref: str,
+        argv: list[str],
+        *,
+        stdin: bytes | AsyncIterable[bytes] | None = None,
+        limit_s: float | None = 10.0,
+        output_limit: int = 1 << 20,
+    ) -> ExecResult:
+        """Run a program of ours (no pid wrapper, no tree kill) to completion."""
         start = time.perf_counter()
-        out, err = CappedBuffer(1 << 20), CappedBuffer(1 << 20)
-        exe = await self._create_exec(ref, argv, stdin=False, env={}, cwd=None)
-        stream = exe.start(detach=False)
-        async with asyncio.timeout(limit_s), stream:
-            while (msg := await stream.read_out()) is not None:
-                (out if msg.stream == 1 else err).write(msg.data)
-        info = await exe.inspect()
+        out, err = CappedBuffer(output_limit), CappedBuffer(output_limit)
+        exe, stream = await self.attach(ref, argv, stdin=stdin is not None, helper=True)
+
+        async def collect() -> None:
+            with engine("exec"):
+                while (msg := await stream.read_out()) is not None:
+                    (out if msg.stream == 1 else err).write(msg.data)
+
+        try:
+            async with asyncio.timeout(limit_s):
+                reader = asyncio.ensure_future(collect())
+                try:
+                    if stdin is not None:
+                        await send_stdin(stream, stdin)
+                    await reader
+                finally:
+                    reader.cancel()
+        finally:
+            await stream.close()
         return ExecResult(
-            exit_code=info["ExitCode"],
+            exit_code=await self.exit_code(exe),
             stdout=out.getvalue(),
             stderr=err.getvalue(),
             duration_ms=(time.perf_counter() - start) * 1000,
         )
 
-    async def _create_exec(
-        self,
-        ref: str,
-        argv: list[str],
-        *,
-        stdin: bool,
-        env: Mapping[str, str],
-        cwd: str | None,
-        tty: bool = False,
-    ) -> Any:
-        try:
-            return await self.docker.containers.container(ref).exec(
-                argv, stdin=stdin, environment=dict(env), workdir=cwd, tty=tty
-            )
-        except aiodocker.DockerError as exc:
-            if exc.status in (404, 409):
-                raise SandboxStateError(f"sandbox container is not running: {exc.message}") from exc
-            raise _unavailable(exc) from exc
-        except OSError as exc:
-            raise _unavailable(exc) from exc
-
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
+        request.validate()
         start = time.perf_counter()
-        argv = ["/bin/sh", "-c", REPORT_PID_AND_EXEC, "sh", *request.argv()]
-        exe = await self._create_exec(
-            ref, argv, stdin=request.stdin is not None, env=request.env, cwd=request.cwd
-        )
+        argv = ["/bin/sh", "-c", REPORT_PID_AND_EXEC, "sh", request.cwd or "", *request.argv()]
+        exe, stream = await self.attach(ref, argv, stdin=request.stdin is not None, env=request.env)
         out = CappedBuffer(request.output_limit)
         err = CappedBuffer(request.output_limit)
         pid_line = bytearray()
         pid: int | None = None
         timed_out = False
-        stream: Stream = exe.start(detach=False)
 
         async def pump() -> None:
             nonlocal pid
             async with stream:
                 if request.stdin is not None:
                     await send_stdin(stream, request.stdin)
-                while (msg := await stream.read_out()) is not None:
-                    if msg.stream == 1:
-                        out.write(msg.data)
-                    elif pid is None:
-                        pid_line.extend(msg.data)
-                        head, sep, rest = bytes(pid_line).partition(b"\n")
-                        if sep:
-                            pid = int(head)
-                            err.write(rest)
-                    else:
-                        err.write(msg.data)
+                with engine("exec"):
+                    while (msg := await stream.read_out()) is not None:
+                        if msg.stream == 1:
+                            out.write(msg.data)
+                        elif pid is None:
+                            pid_line.extend(msg.data)
+                            head, sep, rest = bytes(pid_line).partition(b"\n")
+                            if sep:
+                                pid = int(head) if head.isdigit() else 0
+                                err.write(rest)
+                        else:
+                            err.write(msg.data)
 
         task = asyncio.ensure_future(pump())
         try:
             await asyncio.wait_for(asyncio.shield(task), timeout=request.timeout)
         except TimeoutError:
             timed_out = True
-            if pid is not None:
+            if pid:
                 await self._kill_session(ref, pid)
             try:
                 await asyncio.wait_for(task, timeout=2.0)
             except TimeoutError:
                 task.cancel()
-        except aiodocker.DockerError as exc:
-            raise SandboxStateError(f"exec failed: {exc.message}") from exc
         exit_code: int | None = None
         oom = False
         if not timed_out:
-            exit_code = (await exe.inspect())["ExitCode"]
+            exit_code = await self.exit_code(exe)
             if exit_code == _SIGKILL_EXIT:
-                oom = await self._oom_happened(ref)
+                oom = await self.oom_killed(ref)
         return ExecResult(
             exit_code=exit_code,
             stdout=out.getvalue(),
@@ -311,128 +372,87 @@ class DockerRuntime:
     async def open_process(
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
     ) -> ExecStream:
-        exe = await self._create_exec(ref, list(argv), stdin=True, env=env or {}, cwd=None)
-        stream: Stream = exe.start(detach=False)
-        try:
-            await stream._init()
-        except aiodocker.DockerError as exc:
-            raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
+        _, stream = await self.attach(ref, argv, stdin=True, env=env)
         return ExecStream(stream)
 
     async def open_pty(
         self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
     ) -> PtyExecStream:
-        exe = await self._create_exec(ref, list(argv), stdin=True, env=env or {}, cwd=None, tty=True)
-        stream: Stream = exe.start(detach=False)
-        try:
-            await stream._init()
+        # the terminal's first line is its session leader's pid, so closing it can kill the
+        # whole session (the shell and whatever it still runs)
+        wrapped = ["/bin/sh", "-c", 'printf "%s\\n" "$$"; exec "$@"', "sh", *argv]
+        exe, stream = await self.attach(ref, wrapped, stdin=True, env=env, tty=True)
+        with engine("terminal"):
             await exe.resize(h=rows, w=cols)
-        except aiodocker.DockerError as exc:
-            raise SandboxStateError(f"could not attach to the sandbox: {exc.message}") from exc
-        return PtyExecStream(exe, stream)
+            head = bytearray()
+            async with asyncio.timeout(10):
+                while b"\n" not in head and len(head) < 64:
+                    msg = await stream.read_out()
+                    if msg is None:
+                        break
+                    head.extend(msg.data)
+        line, _, rest = bytes(head).partition(b"\n")
+        pid = int(line.strip()) if line.strip().isdigit() else 0
+
+        async def kill() -> None:
+            if pid:
+                await self._kill_session(ref, pid)
+
+        return PtyExecStream(exe, stream, kill, initial=rest)
 
     def state_dir(self, ref: str) -> str:
         return STATE_ROOT
 
     async def reset(self, ref: str, workspace: str) -> None:
-        argv = ["/bin/sh", "-c", RESET_SANDBOX, "sh", workspace, STATE_ROOT]
-        try:
-            res = await self._run_quick(ref, argv)
-        except TimeoutError as exc:
-            raise SandboxStateError("sandbox reset timed out") from exc
-        if res.exit_code != 0:
-            raise SandboxStateError(f"sandbox reset failed: {res.stderr.decode(errors='replace')}")
+        await self._clean.reset(ref, workspace)
 
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
         argv = ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)] + ([] if include_root else ["children"])
         try:
-            await self._run_quick(ref, argv)
-        except (SandboxStateError, TimeoutError, aiodocker.DockerError) as exc:
+            await self.run_quick(ref, argv)
+        except (SandboxStateError, RuntimeUnavailable, TimeoutError) as exc:
             log.warning("could not kill process tree %s in %s: %s", pid, ref[:12], exc)
 
     async def _kill_session(self, ref: str, sid: int) -> None:
         try:
-            await self._run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)])
-        except (SandboxStateError, TimeoutError, aiodocker.DockerError) as exc:
-            log.warning("could not kill process tree %s in %s: %s", sid, ref[:12], exc)
+            await self.run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)])
+        except (SandboxStateError, RuntimeUnavailable, TimeoutError) as exc:
+            log.warning("could not kill process session %s in %s: %s", sid, ref[:12], exc)
 
-    async def _oom_happened(self, ref: str) -> bool:
+    async def oom_killed(self, ref: str) -> bool:
         """Whether the container's OOM-kill counter moved since we last looked."""
         try:
-            res = await self._run_quick(ref, ["/bin/sh", "-c", OOM_COUNT])
+            res = await self.run_quick(ref, ["/bin/sh", "-c", OOM_COUNT])
             count = int(res.stdout.strip() or 0)
-        except (SandboxStateError, TimeoutError, ValueError, aiodocker.DockerError):
+        except (SandboxStateError, RuntimeUnavailable, TimeoutError, ValueError):
             return False
         seen = self._oom_seen.get(ref, 0)
         self._oom_seen[ref] = count
         return count > seen
 
-    # -- files --------------------------------------------------------------------------------
+    # -- files and archives (as the sandbox user; see docker_files) ----------------------------
 
-    async def _resolve(self, ref: str, path: str, workspace: str) -> _Resolved:
-        """Resolve symlinks in ``path`` inside the container and refuse an escape."""
-        res = await self._run_quick(ref, ["/bin/sh", "-c", RESOLVE_PATH, "sh", path])
-        if res.exit_code != 0:
-            raise SandboxStateError(f"could not resolve path: {res.stderr.decode(errors='replace')}")
-        lines = res.stdout.decode().split("\n")
-        found = _Resolved(lines[0], lines[1], lines[2], int(lines[3]), int(lines[4]), int(lines[5]))
-        full = posixpath.join(found.existing, found.tail) if found.tail else found.existing
-        root = workspace.rstrip("/")
-        if full != root and not full.startswith(root + "/"):
-            raise PathOutsideWorkspace(f"path {path!r} resolves outside the workspace", path=path)
-        return found
+    async def write_file(
+        self, ref: str, path: str, workspace: str, data: AsyncIterable[bytes], size: int
+    ) -> None:
+        await docker_files.write_file(self, ref, path, workspace, data, size)
 
-    async def write_file(self, ref: str, path: str, data: bytes, workspace: str) -> None:
-        found = await self._resolve(ref, path, workspace)
-        existing, tail, kind = found.existing, found.tail, found.kind
-        if not tail:
-            if kind == "dir":
-                raise InvalidInput(f"{path!r} is a directory", path=path)
-            existing, tail = posixpath.split(existing)
-        elif kind != "dir":
-            raise InvalidInput(f"a parent of {path!r} is not a directory", path=path)
-        buf = io.BytesIO()
-        parts = tail.split("/")
-        now = time.time()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for i in range(1, len(parts)):
-                d = tarfile.TarInfo("/".join(parts[:i]))
-                d.type, d.mode, d.mtime = tarfile.DIRTYPE, 0o755, now
-                d.uid, d.gid = found.uid, found.gid
-                tar.addfile(d)
-            f = tarfile.TarInfo(tail)
-            f.size, f.mode, f.mtime = len(data), 0o644, now
-            f.uid, f.gid = found.uid, found.gid
-            tar.addfile(f, io.BytesIO(data))
-        try:
-            async with self.docker._query(
-                f"containers/{ref}/archive",
-                method="PUT",
-                data=buf.getvalue(),
-                headers={"content-type": "application/x-tar"},
-                params={"path": existing},
-            ):
-                pass
-        except aiodocker.DockerError as exc:
-            if exc.status == 404:
-                raise SandboxStateError("sandbox container is gone") from exc
-            raise InvalidInput(f"could not write {path!r}: {exc.message}", path=path) from exc
+    async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> FileStream:
+        return await docker_files.read_file(self, ref, path, workspace, limit)
 
-    async def export_workspace(self, ref: str, workspace: str, limit: int) -> bytes:
-        raw = await self._container_call("archive", ref, method="GET", params={"path": workspace})
-        if len(raw) > limit:
-            raise PayloadTooLarge(f"the workspace archive is over {limit} bytes")
-        return await asyncio.to_thread(strip_first_component, raw)
+    def export_workspace(self, ref: str, workspace: str, limit: int) -> AsyncIterator[bytes]:
+        return docker_files.export_workspace(self, ref, workspace, limit)
 
-    async def import_workspace(self, ref: str, workspace: str, archive: bytes) -> None:
-        await self._container_call(
-            "archive",
-            ref,
-            method="PUT",
-            data=archive,
-            headers={"content-type": "application/x-tar"},
-            params={"path": workspace},
-        )
+    async def import_workspace(
+        self,
+        ref: str,
+        workspace: str,
+        archive: AsyncIterable[bytes],
+        report: ArchiveReport,
+        *,
+        check_links: bool,
+    ) -> None:
+        await docker_files.import_workspace(self, ref, workspace, archive, report, check_links=check_links)
 
     async def pause(self, ref: str) -> None:
         await self._container_call("pause", ref, method="POST")
@@ -440,43 +460,14 @@ class DockerRuntime:
     async def unpause(self, ref: str) -> None:
         try:
             await self._container_call("unpause", ref, method="POST")
-        except SandboxStateError:
+        except (SandboxStateError, RuntimeUnavailable):
+            # "not paused" (a 500 from the engine) is fine: resuming a sandbox never frozen;
+            # whether it runs is the question (and asking raises if the engine is down)
             if not await self.is_running(ref):
                 raise
-            # "not paused" is fine: resuming a sandbox that was never frozen
-
-    async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> bytes:
-        found = await self._resolve(ref, path, workspace)
-        if found.tail:
-            raise NotFound(f"no file at {path!r}", path=path)
-        if found.kind != "file":
-            raise InvalidInput(f"{path!r} is not a regular file", path=path)
-        if found.size > limit:
-            raise PayloadTooLarge(f"{path!r} is {found.size} bytes; the limit is {limit}", path=path)
-        try:
-            tar = await self.docker.containers.container(ref).get_archive(found.existing)
-        except aiodocker.DockerError as exc:
-            if exc.status == 404:
-                raise NotFound(f"no file at {path!r}", path=path) from exc
-            raise SandboxStateError(f"could not read {path!r}: {exc.message}") from exc
-        with tar:
-            member = tar.next()
-            if member is None or not member.isfile():
-                raise InvalidInput(f"{path!r} is not a regular file", path=path)
-            if member.size > limit:
-                raise PayloadTooLarge(f"{path!r} is larger than {limit} bytes", path=path)
-            handle = tar.extractfile(member)
-            assert handle is not None
-            return handle.read()
 
     async def _container_call(self, what: str, ref: str, **kw: Any) -> bytes:
-        """One raw Docker API call on a container; 404 is ``SandboxStateError``."""
-        try:
+        """One raw Docker API call on a container."""
+        with engine(what):
             async with self.docker._query(f"containers/{ref}/{what}", **kw) as resp:
                 return bytes(await resp.read())
-        except aiodocker.DockerError as exc:
-            if exc.status == 404:
-                raise SandboxStateError("sandbox container is gone") from exc
-            raise SandboxStateError(f"docker {what} failed: {exc.message}") from exc
-        except OSError as exc:
-            raise _unavailable(exc) from exc

@@ -1,19 +1,55 @@
-"""The attached streams of the Docker runtime: an exec with stdin (the persistent shell, the
-output followers) and an exec with a TTY (terminals)."""
+"""The Docker engine's errors as ours, and the attached streams of the Docker runtime: an exec
+with stdin (the persistent shell, the output followers, file transfers) and an exec with a TTY
+(terminals)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import aiodocker
+import aiohttp
 from aiodocker.stream import Stream
 
-from sandlot.domain.errors import SandboxStateError
+from sandlot.domain.errors import RuntimeUnavailable, SandboxStateError, SandlotError
 
-__all__ = ["ExecStream", "PtyExecStream", "send_stdin"]
+__all__ = ["ExecStream", "PtyExecStream", "engine", "engine_error", "send_stdin"]
+
+log = logging.getLogger(__name__)
 
 # aiodocker asserts its transport is there when writing; after the container died it is not
-_WRITE_FAILED = (RuntimeError, OSError, AssertionError, aiodocker.DockerError)
+_WRITE_FAILED = (RuntimeError, OSError, AssertionError, aiohttp.ClientError, aiodocker.DockerError)
+_GONE = ("no such container", "is not running", "is paused", "is restarting", "is dead", "removal")
+
+
+def engine_error(exc: BaseException, what: str) -> SandlotError:
+    """What a failed engine call means: the container is broken or gone
+    (``SandboxStateError``, 502) or the engine does not answer (``RuntimeUnavailable``, 503)."""
+    if isinstance(exc, SandlotError):
+        return exc
+    if isinstance(exc, aiodocker.DockerError):
+        message = str(exc.message)
+        if exc.status in (404, 409) or any(word in message.lower() for word in _GONE):
+            return SandboxStateError(f"docker {what}: the sandbox container is gone or stopped ({message})")
+        if exc.status >= 500:
+            return RuntimeUnavailable(f"docker {what} failed: {message}")
+        return SandboxStateError(f"docker {what} failed: {message}")
+    if isinstance(exc, AssertionError):  # aiodocker's stream lost its transport
+        return SandboxStateError(f"docker {what}: the connection to the sandbox is gone")
+    return RuntimeUnavailable(f"docker engine unreachable during {what}: {exc!r}")
+
+
+@contextlib.contextmanager
+def engine(what: str) -> Iterator[None]:
+    """Turn every engine failure inside the block into :func:`engine_error`'s answer."""
+    try:
+        yield
+    except SandlotError:
+        raise
+    except (TimeoutError, aiodocker.DockerError, aiohttp.ClientError, OSError, AssertionError) as exc:
+        raise engine_error(exc, what) from exc
 
 
 async def _write_in(stream: Stream, data: bytes, what: str) -> None:
@@ -33,53 +69,84 @@ class ExecStream:
         await _write_in(self._stream, data, "the sandbox process")
 
     async def read(self) -> tuple[int, bytes] | None:
-        try:
+        with engine("read"):
             msg = await self._stream.read_out()
-        except (OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"lost the sandbox process: {exc}") from exc
         return None if msg is None else (msg.stream, msg.data)
 
     async def close(self) -> None:
-        await self._stream.close()
+        with contextlib.suppress(Exception):
+            await self._stream.close()
 
 
 class PtyExecStream:
-    """:class:`~sandlot.runtime.base.PtyStream` over a ``docker exec`` with a TTY."""
+    """:class:`~sandlot.runtime.base.PtyStream` over a ``docker exec`` with a TTY. Closing it
+    kills the terminal's whole session (``on_close``), so no shell outlives its terminal."""
 
-    def __init__(self, exe: Any, stream: Stream) -> None:
+    def __init__(
+        self, exe: Any, stream: Stream, on_close: Callable[[], Awaitable[None]], *, initial: bytes = b""
+    ) -> None:
         self._exe = exe
         self._stream = stream
+        self._on_close = on_close
+        self._closed = False
+        self._initial = initial
 
     async def write(self, data: bytes) -> None:
         await _write_in(self._stream, data, "the terminal")
 
     async def read(self) -> bytes | None:
-        try:
+        if self._initial:
+            data, self._initial = self._initial, b""
+            return data
+        with engine("terminal read"):
             msg = await self._stream.read_out()
-        except (OSError, aiodocker.DockerError) as exc:
-            raise SandboxStateError(f"lost the terminal: {exc}") from exc
         return None if msg is None else bytes(msg.data)
 
     async def resize(self, cols: int, rows: int) -> None:
-        try:
+        with engine("terminal resize"):
             await self._exe.resize(h=rows, w=cols)
-        except aiodocker.DockerError as exc:
-            raise SandboxStateError(f"could not resize the terminal: {exc.message}") from exc
 
     async def close(self) -> None:
-        await self._stream.close()
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            await self._stream.close()
+        try:
+            await self._on_close()
+        except SandlotError as exc:
+            log.info("could not kill a closed terminal's processes: %s", exc)
 
 
-async def send_stdin(stream: Stream, data: bytes) -> None:
-    """Write ``data`` to an exec's stdin, then half-close it so the command sees EOF.
-
-    aiodocker's ``Stream.close()`` would also stop the output, so the write side of the
-    hijacked connection is shut directly.
-    """
-    if data:
-        await stream.write_in(data)
+async def _half_close(stream: Stream) -> None:
+    """Shut the write side of the hijacked connection so the command sees EOF on stdin
+    (aiodocker's ``Stream.close()`` would also stop the output)."""
     resp = stream._resp
     if resp is not None and resp.connection is not None:
         transport = resp.connection.transport
         if transport is not None and transport.can_write_eof():
             transport.write_eof()
+
+
+async def send_stdin(stream: Stream, data: bytes | AsyncIterable[bytes]) -> None:
+    """Write ``data`` to an exec's stdin, then half-close it. A command that stopped reading
+    (it exited early) ends the sending quietly: its exit code tells the rest. An error from
+    ``data`` itself (a client that went away) half-closes stdin too, so the command sees a
+    short input and ends, and is raised."""
+    chunks = _one(data) if isinstance(data, bytes) else data
+    try:
+        async for chunk in chunks:
+            if not chunk:
+                continue
+            try:
+                await stream.write_in(chunk)
+            except _WRITE_FAILED as exc:
+                log.debug("stdin of an exec closed early: %r", exc)
+                return
+    finally:
+        with contextlib.suppress(*_WRITE_FAILED):
+            await _half_close(stream)
+
+
+async def _one(data: bytes) -> AsyncIterator[bytes]:
+    yield data

@@ -14,40 +14,44 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import json
 import os
 import pty
+import secrets
 import shutil
-import stat
-import tarfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from sandlot.domain.errors import (
     ImageNotFound,
     InvalidInput,
     NotFound,
-    PathOutsideWorkspace,
     PayloadTooLarge,
     SandboxStateError,
 )
-from sandlot.runtime.archives import extract_into, tar_directory
+from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
     LABEL_MANAGED,
     ExecRequest,
     ExecResult,
+    FileStream,
     OwnedSandbox,
     SandboxSpec,
 )
-from sandlot.runtime.local_procs import LocalPty, PipeStream, kill_tree, set_winsize
+from sandlot.runtime.bridge import CHUNK, consume, produce, run_blocking
+from sandlot.runtime.local_fs import Workspace
+from sandlot.runtime.local_procs import LocalPty, PipeStream, kill_tree, kill_user, processes_of, set_winsize
 from sandlot.runtime.output import CappedBuffer
 
 __all__ = ["LOCAL_IMAGES", "LocalRuntime"]
 
 LOCAL_IMAGES = frozenset({"local", "sandlot/busybox:latest", "sandlot/python:3"})
+_UIDS = range(200_000, 300_000)  # host users of local sandboxes (one each, never shared)
+_STATE = "/run/sandlot"  # where a sandbox sees its state directory under bubblewrap
+
 _META = "sandbox.json"
 _ETC = (
     "passwd",
@@ -64,17 +68,27 @@ _ETC = (
 
 
 class LocalRuntime:
-    """:class:`~sandlot.runtime.base.SandboxRuntime` on this host's processes."""
+    """:class:`~sandlot.runtime.base.SandboxRuntime` on this host's processes. Disk limits are
+    not enforced here (the workspace is a directory of the host).
+
+    Isolated means bubblewrap is there and the service runs as root: then every sandbox runs
+    as a host user of its own (``_UIDS``, never another sandbox's, never the service's), so it
+    can signal, trace or write nothing but its own, its process count is bounded, and a reset
+    or a removal kills everything that user runs. Without root, sandboxes would run as the
+    service's own user: the service says so loudly, as for no bubblewrap at all."""
 
     name = "local"
+    disk_limits = False
 
     def __init__(self, root: Path, instance: str = "default") -> None:
-        self._root = root
+        self._root = root.absolute()  # bubblewrap and child processes run elsewhere
         self._instance = instance
         self._bwrap = shutil.which("bwrap")
         self._prlimit = shutil.which("prlimit")
+        self._setpriv = shutil.which("setpriv")
         self._procs: dict[str, set[int]] = {}
-        self.isolated = self._bwrap is not None
+        self._own_users = os.geteuid() == 0 and self._setpriv is not None
+        self.isolated = self._bwrap is not None and self._own_users
 
     async def close(self) -> None:
         for ref in list(self._procs):
@@ -82,14 +96,41 @@ class LocalRuntime:
 
     async def ping(self) -> None:
         self._root.mkdir(parents=True, exist_ok=True)
+        self._root.chmod(0o700)  # the service's alone: sandboxes reach only their own parts
+
+    def _uid(self, meta: dict[str, object]) -> int | None:
+        uid = meta.get("uid")
+        return int(uid) if isinstance(uid, int) else None
+
+    def _claim_uid(self) -> int | None:
+        """A host user no other sandbox of this host has (a claim file, made exclusively)."""
+        if not self._own_users:
+            return None
+        claims = self._root / ".uids"
+        claims.mkdir(mode=0o700, exist_ok=True)
+        for _ in range(1000):
+            uid = _UIDS.start + secrets.randbelow(len(_UIDS))
+            try:
+                os.close(os.open(claims / str(uid), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            except FileExistsError:
+                continue
+            return uid
+        raise SandboxStateError("no free host user for a local sandbox")
 
     async def image_exists(self, image: str) -> bool:
         return image in LOCAL_IMAGES
 
     def _dir(self, ref: str) -> Path:
-        if not ref or "/" in ref or ref.startswith("."):
+        if not ref or "/" in ref or ref.startswith(".") or "\x00" in ref:
             raise NotFound(f"no local sandbox {ref!r}")
         return self._root / ref
+
+    def ref_for(self, sandbox_id: str) -> str:
+        return sandbox_id
+
+    def _workspace(self, ref: str, workspace: str) -> Workspace:
+        uid = self._uid(self._meta(ref))
+        return Workspace(self._dir(ref) / "workspace", workspace, None if uid is None else (uid, uid))
 
     def _meta(self, ref: str) -> dict[str, object]:
         try:
@@ -101,27 +142,44 @@ class LocalRuntime:
     async def create(self, spec: SandboxSpec) -> str:
         if spec.image not in LOCAL_IMAGES:
             raise ImageNotFound(f"the local runtime has no image {spec.image!r}", image=spec.image)
+        if spec.network:
+            raise InvalidInput(
+                "the local runtime cannot give a sandbox network access without giving it this "
+                "host's (its services on localhost included); use the Docker runtime",
+                field="network",
+            )
         ref = spec.sandbox_id
+        await self.ping()
+        uid = await asyncio.to_thread(self._claim_uid)
         meta = {
             "labels": {LABEL_MANAGED: "1", LABEL_INSTANCE: self._instance, **spec.labels},
             "env": dict(spec.env),
-            "network": spec.network,
             "workspace": spec.workspace,
             "memory_mb": spec.limits.memory_mb,
             "pids": spec.limits.pids,
+            "uid": uid,
         }
 
         def make() -> None:
-            (self._dir(ref) / "workspace").mkdir(parents=True, exist_ok=False)
-            (self._dir(ref) / "state").mkdir()
-            (self._dir(ref) / _META).write_text(json.dumps(meta))
+            home = self._dir(ref)
+            home.mkdir(mode=0o700)
+            for part in ("workspace", "state"):
+                (home / part).mkdir(mode=0o700)
+                if uid is not None:
+                    os.chown(home / part, uid, uid)
+            (home / _META).write_text(json.dumps(meta))
 
         await asyncio.to_thread(make)
         return ref
 
     async def remove(self, ref: str) -> None:
-        self._kill_all(ref)
+        uid = None
+        with contextlib.suppress(SandboxStateError):
+            uid = self._uid(self._meta(ref))
+        self._kill_all(ref, uid)
         await asyncio.to_thread(shutil.rmtree, self._dir(ref), True)
+        if uid is not None:
+            (self._root / ".uids" / str(uid)).unlink(missing_ok=True)
 
     async def is_running(self, ref: str) -> bool:
         return (self._dir(ref) / _META).is_file()
@@ -149,25 +207,34 @@ class LocalRuntime:
         workspace = str(meta["workspace"])
         cwd = request.cwd or workspace
         argv: list[str] = []
+        uid = self._uid(meta)
         if self._prlimit is not None:
             memory = int(meta["memory_mb"]) * 1024 * 1024  # type: ignore[call-overload]
-            argv += [self._prlimit, f"--as={memory}", "--"]
+            argv += [self._prlimit, f"--as={memory}"]
+            if uid is not None:  # counted per user: the sandbox's own
+                argv.append(f"--nproc={int(meta['pids'])}")  # type: ignore[call-overload]
+            argv.append("--")
         if self._bwrap is None:
             return argv + request.argv()
         # No pid namespace: pids stay host pids, so kill_tree can find a command's tree.
-        argv += [self._bwrap, "--die-with-parent", "--unshare-user", "--unshare-ipc"]
-        argv += ["--unshare-uts", "--unshare-cgroup-try"]
-        if not meta.get("network"):
-            argv.append("--unshare-net")
-        argv += ["--uid", "1000", "--gid", "1000"]
+        argv += [self._bwrap, "--die-with-parent", "--unshare-ipc", "--unshare-uts"]
+        argv += ["--unshare-cgroup-try", "--unshare-net"]
+        if uid is None:
+            argv += ["--unshare-user", "--uid", "1000", "--gid", "1000"]
         for d in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"):
             argv += ["--ro-bind-try", d, d]
+        # directories bubblewrap makes itself are private to root unless told otherwise
+        argv += ["--perms", "0755", "--dir", "/etc"]
         for name in _ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        state = self.state_dir(ref)
-        argv += ["--bind", host_ws, workspace, "--tmpfs", "/tmp", "--bind", state, state]
-        argv += ["--proc", "/proc"]
-        argv += ["--dev", "/dev", "--chdir", cwd]
+        argv += ["--bind", host_ws, workspace, "--perms", "1777", "--tmpfs", "/tmp"]
+        argv += ["--perms", "0755", "--dir", "/run", "--bind", str(self._dir(ref) / "state"), _STATE]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
+        argv += ["--chdir", cwd]
+        if uid is not None:  # bubblewrap sets up as root; the command runs as the sandbox's user
+            assert self._setpriv is not None
+            argv += [self._setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+            argv += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
         return [*argv, *request.argv()]
 
     def _env(self, meta: dict[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
@@ -181,9 +248,13 @@ class LocalRuntime:
         host_ws = self._dir(ref) / "workspace"
         if self._bwrap is not None or cwd is None:
             return str(host_ws)
-        return str(self._host_path(ref, str(meta["workspace"]), cwd))
+        rel = os.path.relpath(cwd, str(meta["workspace"]))
+        if rel == ".." or rel.startswith("../"):
+            raise InvalidInput("without bubblewrap, cwd must be inside the workspace", field="cwd")
+        return str(host_ws / rel)
 
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
+        request.validate()
         start = time.perf_counter()
         meta = self._meta(ref)
         host_ws = str(self._dir(ref) / "workspace")
@@ -238,9 +309,11 @@ class LocalRuntime:
             truncated=out.truncated or err.truncated,
         )
 
-    def _kill_all(self, ref: str) -> None:
+    def _kill_all(self, ref: str, uid: int | None = None) -> None:
         for pid in self._procs.pop(ref, set()):
             kill_tree(pid)
+        if uid is not None:
+            kill_user(uid)  # what escaped the trees (setsid, double forks) is still the sandbox's
 
     async def open_process(
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
@@ -284,19 +357,34 @@ class LocalRuntime:
         return LocalPty(proc, master)
 
     def state_dir(self, ref: str) -> str:
-        return str(self._dir(ref) / "state")  # bound at the same path under bubblewrap
+        if self._bwrap is None:
+            return str(self._dir(ref) / "state")  # commands run on this host as they are
+        return _STATE
 
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
-        await asyncio.to_thread(kill_tree, pid, include_root)
+        # the pid came from inside the sandbox: only its own user's processes may be touched
+        uid = self._uid(self._meta(ref))
+        await asyncio.to_thread(kill_tree, pid, include_root, uid)
+
+    async def oom_killed(self, ref: str) -> bool:
+        return False  # memory is bounded by prlimit: an allocation fails instead
 
     async def reset(self, ref: str, workspace: str) -> None:
-        self._kill_all(ref)
+        uid = self._uid(self._meta(ref))
+        await asyncio.to_thread(self._kill_all, ref, uid)
+        survivors = await asyncio.to_thread(processes_of, uid) if uid is not None else []
+        if survivors:
+            raise SandboxStateError("processes of the sandbox survived its reset")
+
         host_ws = self._dir(ref) / "workspace"
 
         def empty() -> None:
             state = self._dir(ref) / "state"
             shutil.rmtree(state, ignore_errors=True)
-            state.mkdir()
+            state.mkdir(mode=0o700)
+            if uid is not None:
+                os.chown(state, uid, uid)
+            os.chmod(host_ws, 0o700)
             for child in host_ws.iterdir():
                 if child.is_dir() and not child.is_symlink():
                     shutil.rmtree(child)
@@ -308,76 +396,72 @@ class LocalRuntime:
         except OSError as exc:
             raise SandboxStateError(f"sandbox reset failed: {exc}") from exc
 
-    # -- files --------------------------------------------------------------------------------
+    # -- files and archives (see local_fs: links are followed by hand, inside only) -----------
 
-    def _host_path(self, ref: str, workspace: str, path: str) -> Path:
-        """Map an in-sandbox path under ``workspace`` to the host, refusing symlink escapes."""
-        host_ws = (self._dir(ref) / "workspace").resolve()
-        rel = os.path.relpath(path, workspace)
-        candidate = host_ws / rel
-        real = candidate.resolve()
-        if real != host_ws and host_ws not in real.parents:
-            raise PathOutsideWorkspace(f"path {path!r} resolves outside the workspace", path=path)
-        return real
-
-    async def write_file(self, ref: str, path: str, data: bytes, workspace: str) -> None:
+    async def write_file(
+        self, ref: str, path: str, workspace: str, data: AsyncIterable[bytes], size: int
+    ) -> None:
         self._meta(ref)
-        target = self._host_path(ref, workspace, path)
+        ws = self._workspace(ref, workspace)
 
-        def write() -> None:
-            if target.is_dir():
-                raise InvalidInput(f"{path!r} is a directory", path=path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            self._host_path(ref, workspace, path)  # re-check after creating parents
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        def write(reader: IO[bytes]) -> None:
+            with ws.open_write(path) as out:
+                left = size
+                while left > 0:
+                    chunk = reader.read(min(left, CHUNK))
+                    if not chunk:
+                        raise InvalidInput(
+                            f"the upload of {path!r} was cut short; nothing was written", path=path
+                        )
+                    out.write(chunk)
+                    left -= len(chunk)
+
+        await consume(data, write)
+
+    async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> FileStream:
+        self._meta(ref)
+        handle, size = await asyncio.to_thread(self._workspace(ref, workspace).open_read, path, limit)
+
+        async def chunks() -> AsyncIterator[bytes]:
             try:
-                fd = os.open(target, flags, 0o644)
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise PathOutsideWorkspace(f"{path!r} is a symlink", path=path) from exc
-                raise InvalidInput(f"could not write {path!r}: {exc.strerror}", path=path) from exc
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                left = size
+                while left > 0 and (data := await asyncio.to_thread(handle.read, min(left, CHUNK))):
+                    left -= len(data)
+                    yield data
+            finally:
+                handle.close()
 
-        await asyncio.to_thread(write)
+        return FileStream(size, chunks())
 
-    async def export_workspace(self, ref: str, workspace: str, limit: int) -> bytes:
+    async def export_workspace(self, ref: str, workspace: str, limit: int) -> AsyncIterator[bytes]:
+        ws = self._workspace(ref, workspace)  # read by descriptor: a link swapped in is not followed
+        if await run_blocking(ws.size) > limit:
+            raise PayloadTooLarge(f"the workspace is larger than {limit} bytes", limit=limit)
+        sent = 0
+        async for chunk in produce(ws.export):
+            sent += len(chunk)
+            if sent > limit + (1 << 20):
+                raise PayloadTooLarge(f"the workspace archive passed {limit} bytes", limit=limit)
+            yield chunk
+
+    async def import_workspace(
+        self,
+        ref: str,
+        workspace: str,
+        archive: AsyncIterable[bytes],
+        report: ArchiveReport,
+        *,
+        check_links: bool,
+    ) -> None:
         self._meta(ref)
-        data = await asyncio.to_thread(tar_directory, self._dir(ref) / "workspace")
-        if len(data) > limit:
-            raise PayloadTooLarge(f"the workspace archive is over {limit} bytes")
-        return data
-
-    async def import_workspace(self, ref: str, workspace: str, archive: bytes) -> None:
-        self._meta(ref)
+        ws = self._workspace(ref, workspace)  # every member is placed through the checked walk
         try:
-            await asyncio.to_thread(extract_into, self._dir(ref) / "workspace", archive)
-        except (tarfile.TarError, OSError) as exc:
-            raise InvalidInput(f"could not unpack the archive: {exc}") from exc
+            await consume(archive, lambda reader: ws.extract(reader, report))
+        except OSError as exc:
+            raise InvalidInput(f"could not unpack the archive: {exc}", field="archive") from exc
 
     async def pause(self, ref: str) -> None:
         self._meta(ref)  # nothing runs between commands here: the shells were closed
 
     async def unpause(self, ref: str) -> None:
         self._meta(ref)
-
-    async def read_file(self, ref: str, path: str, workspace: str, limit: int) -> bytes:
-        self._meta(ref)
-        target = self._host_path(ref, workspace, path)
-
-        def read() -> bytes:
-            try:
-                fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW)
-            except FileNotFoundError as exc:
-                raise NotFound(f"no file at {path!r}", path=path) from exc
-            except OSError as exc:
-                raise InvalidInput(f"could not read {path!r}: {exc.strerror}", path=path) from exc
-            with os.fdopen(fd, "rb") as f:
-                info = os.fstat(f.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    raise InvalidInput(f"{path!r} is not a regular file", path=path)
-                if info.st_size > limit:
-                    raise PayloadTooLarge(f"{path!r} is larger than {limit} bytes", path=path)
-                return f.read(limit + 1)[:limit]
-
-        return await asyncio.to_thread(read)

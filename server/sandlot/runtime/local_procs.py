@@ -10,10 +10,11 @@ import os
 import signal
 import struct
 import termios
+import time
 
 from sandlot.domain.errors import SandboxStateError
 
-__all__ = ["LocalPty", "PipeStream", "kill_tree", "killpg", "set_winsize"]
+__all__ = ["LocalPty", "PipeStream", "kill_tree", "kill_user", "killpg", "processes_of", "set_winsize"]
 
 
 def killpg(pid: int) -> None:
@@ -36,9 +37,52 @@ def _sessions_and_parents() -> dict[int, tuple[int, int]]:
     return found
 
 
-def kill_tree(root: int, include_root: bool = True) -> None:
+def _owner(pid: int) -> int | None:
+    """The user a process runs as (its /proc entry's owner: the kernel's word, not the
+    process's)."""
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b") ", 1)[1][:1] == b"Z"
+    except (OSError, IndexError):
+        return True  # gone
+
+
+def processes_of(uid: int) -> list[int]:
+    """The live processes of host user ``uid`` (zombies are dead: they only wait to be reaped)."""
+    return [
+        int(e) for e in os.listdir("/proc") if e.isdigit() and _owner(int(e)) == uid and not _zombie(int(e))
+    ]
+
+
+def kill_user(uid: int) -> None:
+    """Stop, then kill, every process of host user ``uid`` (a sandbox's own), until none is
+    left or a few rounds passed (a fork loop stopped first cannot outrun it)."""
+    for sig in (signal.SIGSTOP, signal.SIGSTOP, signal.SIGKILL, signal.SIGKILL, signal.SIGKILL):
+        for pid in processes_of(uid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+    for _ in range(50):
+        if not processes_of(uid):
+            return
+        for pid in processes_of(uid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
+def kill_tree(root: int, include_root: bool = True, only_uid: int | None = None) -> None:
     """Kill ``root``, its process group, and every process descending from it; with
-    ``include_root=False`` only its descendants."""
+    ``include_root=False`` only its descendants; with ``only_uid``, only processes of that
+    user (the pid came from a sandbox, which may not name anything else)."""
+    if only_uid is not None and _owner(root) != only_uid:
+        return
     table = _sessions_and_parents()
     doomed = {root}
     grew = True
@@ -48,11 +92,13 @@ def kill_tree(root: int, include_root: bool = True) -> None:
             if parent in doomed and pid not in doomed:
                 doomed.add(pid)
                 grew = True
-    if include_root:
+    if include_root and only_uid is None:
         killpg(root)
-    else:
+    elif not include_root:
         doomed.discard(root)
     for pid in doomed:
+        if only_uid is not None and _owner(pid) != only_uid:
+            continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 

@@ -15,27 +15,47 @@ __all__ = [
     "PROC_STATUS",
     "REPORT_PID_AND_EXEC",
     "RESET_SANDBOX",
-    "RESOLVE_PATH",
+    "SCRATCH_DIRS",
     "STATE_ROOT",
+    "WRITABLE_PLACES",
 ]
 
 #: Where in-sandbox bookkeeping lives (persistent shell state): a tmpfs, never the workspace.
 STATE_ROOT = "/dev/shm/.sandlot"
 
-#: Run as ``sh -c REPORT_PID_AND_EXEC sh ARGV...``: prints its pid on stderr, then becomes ARGV.
-#: The pid is that of a session leader (every ``docker exec`` starts a new session), which lets
+#: Run as ``sh -c REPORT_PID_AND_EXEC sh CWD ARGV...``: prints its pid on stderr, enters CWD
+#: (when not empty; 126 and the reason on stderr when it cannot), then becomes ARGV. The pid is
+#: that of a session leader (every ``docker exec`` starts a new session), which lets
 #: KILL_SESSION find the whole process tree later, even processes that left the process group.
-REPORT_PID_AND_EXEC = 'printf "%s\\n" "$$" >&2; exec "$@"'
+REPORT_PID_AND_EXEC = (
+    'printf "%s\\n" "$$" >&2; if [ -n "$1" ]; then cd "$1" || exit 126; fi; shift; exec "$@"'
+)
+
+#: ``__sl_stat FILE``: the fields of a /proc/PID/stat after the command name, in
+#: ``$__sl_fields`` (state, parent, group, session...). A command name is the process's own to
+#: choose and may hold ")" and newlines: the whole file is read, and the name ends at its last ") ".
+_STAT = r"""
+__sl_stat() {
+  __sl_fields=
+  while IFS= read -r __sl_l || [ -n "$__sl_l" ]; do
+    __sl_fields="$__sl_fields$__sl_l "
+  done < "$1" 2>/dev/null
+
+  [ -n "$__sl_fields" ] || return 1
+  __sl_fields=${__sl_fields##*) }
+}
+"""
 
 #: Run as ``sh -c KILL_SESSION sh SID``: stops, then kills, every process in session SID.
 #: Stopping first keeps a fork loop from outrunning the sweep.
-KILL_SESSION = r"""
+KILL_SESSION = (
+    _STAT
+    + r"""
 sid=$1
 for sig in STOP STOP KILL KILL KILL; do
   for f in /proc/[0-9]*/stat; do
-    read -r line < "$f" 2>/dev/null || continue
-    rest=${line##*) }
-    set -- $rest
+    __sl_stat "$f" || continue
+    set -- $__sl_fields
     if [ "$4" = "$sid" ]; then
       p=${f#/proc/}; p=${p%/stat}
       kill -$sig "$p" 2>/dev/null
@@ -44,11 +64,14 @@ for sig in STOP STOP KILL KILL KILL; do
 done
 exit 0
 """
+)
 
 #: Run as ``sh -c KILL_TREE sh PID [children]``: stops, then kills, PID and every process
 #: descending from it (found through the parent pids in /proc), so a fork loop cannot outrun the
 #: sweep. With ``children`` PID itself is spared (a shell whose current command must die).
-KILL_TREE = r"""
+KILL_TREE = (
+    _STAT
+    + r"""
 root=$1; spare=${2:-}
 tree=" $1 "
 for sig in STOP STOP KILL KILL; do
@@ -56,10 +79,9 @@ for sig in STOP STOP KILL KILL; do
   while [ "$grew" = 1 ]; do
     grew=0
     for f in /proc/[0-9]*/stat; do
-      read -r line < "$f" 2>/dev/null || continue
+      __sl_stat "$f" || continue
       p=${f#/proc/}; p=${p%/stat}
-      rest=${line##*) }
-      set -- $rest
+      set -- $__sl_fields
       case "$tree" in *" $p "*) ;; *" $2 "*) tree="$tree$p "; grew=1 ;; esac
     done
   done
@@ -70,30 +92,7 @@ for sig in STOP STOP KILL KILL; do
 done
 exit 0
 """
-
-#: Run as ``sh -c RESOLVE_PATH sh PATH`` with PATH absolute and normalised. Prints six lines:
-#: the longest existing prefix of PATH with every symlink resolved, the missing rest (may be
-#: empty), the kind of the existing part (file, dir, other), its size in bytes, and the uid and
-#: gid of the sandbox user (who should own files we write).
-RESOLVE_PATH = r"""
-p=$1; tail=
-while :; do
-  if [ -e "$p" ] || [ "$p" = / ]; then
-    r=$(readlink -f -- "$p") || exit 3
-    break
-  fi
-  if [ -L "$p" ]; then
-    # dangling symlink: report where it points so the caller can refuse an escape
-    r=$(readlink -f -- "$p" 2>/dev/null) || r=$(readlink -- "$p")
-    break
-  fi
-  tail="/$(basename -- "$p")$tail"
-  p=$(dirname -- "$p")
-done
-kind=other; size=0
-if [ -d "$r" ]; then kind=dir; elif [ -f "$r" ]; then kind=file; size=$(wc -c < "$r"); fi
-printf '%s\n%s\n%s\n%s\n%s\n%s\n' "$r" "${tail#/}" "$kind" "$size" "$(id -u)" "$(id -g)"
-"""
+)
 
 #: Prints how many processes the kernel OOM-killed in this container (cgroup v1 or v2).
 OOM_COUNT = r"""
@@ -105,16 +104,32 @@ done
 echo 0
 """
 
-#: Run as ``sh -c RESET_SANDBOX sh WORKSPACE STATE``: kills every process outside the container's
-#: own session 1 (the init and keepalive) and this script's, empties WORKSPACE and removes STATE,
-#: and fails unless the workspace is empty afterwards.
-RESET_SANDBOX = r"""
-ws=$1; state=$2; me=$$
+#: The places a session can write besides the workspace; a reset empties them all.
+SCRATCH_DIRS = ("/tmp", "/var/tmp", "/run/lock", "/dev/shm", "/dev/mqueue")
+
+#: Lists, one per line, every place of the root filesystem the sandbox user may write: world-
+#: writable, or its own, or its group's and group-writable (links are not places). Run on a
+#: fresh container, it tells whether emptying the workspace and SCRATCH_DIRS is a clean slate.
+WRITABLE_PLACES = r"""
+u=$(id -u); g=$(id -g)
+find / -xdev ! -type l \( -perm -0002 -o -user "$u" -o \( -group "$g" -perm -0020 \) \) -print 2>/dev/null
+exit 0
+"""
+
+#: Run as ``sh -c RESET_SANDBOX sh WORKSPACE STATE DIR...``: kills every process outside the
+#: container's own session 1 (the init and keepalive) and this script's, removes STATE, empties
+#: WORKSPACE and every DIR, and fails unless no such process is left (zombies aside), all of
+#: them are empty afterwards and no System V IPC object is left (an image without ``ipcrm``
+#: cannot remove one: then the sandbox is replaced rather than handed on). It runs no program
+#: to check (``ls`` and the like could be the session's own, early on the PATH).
+RESET_SANDBOX = (
+    _STAT
+    + r"""
+ws=$1; state=$2; shift 2; dirs=$*; me=$$
 for sig in STOP KILL KILL; do
   for f in /proc/[0-9]*/stat; do
-    read -r line < "$f" 2>/dev/null || continue
-    rest=${line##*) }
-    set -- $rest
+    __sl_stat "$f" || continue
+    set -- $__sl_fields
     if [ "$4" != 1 ] && [ "$4" != "$me" ]; then
       p=${f#/proc/}; p=${p%/stat}
       kill -$sig "$p" 2>/dev/null
@@ -122,9 +137,46 @@ for sig in STOP KILL KILL; do
   done
 done
 rm -rf "$state"
-find "$ws" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
-[ -z "$(ls -A "$ws")" ] || { echo "workspace not empty" >&2; exit 1; }
+chmod 755 "$ws" 2>/dev/null  # the workspace itself is as it was given, and can be emptied
+for d in "$ws" $dirs; do
+  [ -d "$d" ] || continue
+  # a directory without write (or search) permission keeps its entries: open them all first
+  find "$d" -mindepth 1 -type d -exec chmod u+rwx {} + 2>/dev/null
+  find "$d" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
+done
+
+command -v ipcrm >/dev/null 2>&1 && ipcrm -a 2>/dev/null
+bad=0; tries=0
+
+while :; do  # SIGKILL lands asynchronously: look again, a few times, until none is left
+  left=
+  for f in /proc/[0-9]*/stat; do
+    __sl_stat "$f" || continue
+    set -- $__sl_fields
+    if [ "$1" != Z ] && [ "$4" != 1 ] && [ "$4" != "$me" ]; then
+      p=${f#/proc/}; p=${p%/stat}; left="$left $p"; kill -KILL "$p" 2>/dev/null
+    fi
+  done
+  [ -z "$left" ] && break
+  tries=$((tries + 1))
+  if [ "$tries" -ge 30 ]; then echo "processes survived the reset:$left" >&2; bad=1; break; fi
+  sleep 0.1
+done
+
+for d in "$ws" $dirs; do
+  [ -d "$d" ] || continue
+  for x in "$d"/* "$d"/.[!.]* "$d"/..?*; do
+    if [ -e "$x" ] || [ -L "$x" ]; then echo "not empty after the reset: $d" >&2; bad=1; break; fi
+  done
+done
+for f in /proc/sysvipc/shm /proc/sysvipc/sem /proc/sysvipc/msg; do
+  [ -r "$f" ] || continue
+  n=0; while read -r _; do n=$((n + 1)); done < "$f"
+  [ "$n" -le 1 ] || { echo "System V IPC objects left: $f" >&2; bad=1; }
+done
+exit $bad
 """
+)
 
 #: Run as ``sh -c PROC_START sh DIR CAP COMMAND [CWD]``: starts COMMAND detached in a new session
 #: (its leader's pid is written to DIR/pid and printed), stdin from /dev/null, stdout and
@@ -151,15 +203,16 @@ cat "$d/pid"
 #: Run as ``sh -c PROC_STATUS sh DIR``: prints four lines: the exit code (empty while it runs or
 #: if it was killed), whether its session still has processes (1/0), the output size in bytes,
 #: then "CPU_TICKS PEAK_KB" summed/maxed over the session's live processes (0 0 when none).
-PROC_STATUS = r"""
+PROC_STATUS = (
+    _STAT
+    + r"""
 d=$1
 read -r sid < "$d/pid" 2>/dev/null || sid=
 alive=0; ticks=0; peak=0
 if [ -n "$sid" ]; then
   for f in /proc/[0-9]*/stat; do
-    read -r line < "$f" 2>/dev/null || continue
-    rest=${line##*) }
-    set -- $rest
+    __sl_stat "$f" || continue
+    set -- $__sl_fields
     [ "$4" = "$sid" ] || continue
     alive=1
     ticks=$((ticks + ${12} + ${13}))
@@ -175,6 +228,7 @@ rc=; [ -r "$d/rc" ] && read -r rc < "$d/rc"
 size=$(stat -c %s "$d/out" 2>/dev/null || echo 0)
 printf '%s\n%s\n%s\n%s %s\n' "$rc" "$alive" "$size" "$ticks" "$peak"
 """
+)
 
 #: Run as ``sh -c PROC_READ sh DIR OFFSET LIMIT``: at most LIMIT bytes of DIR/out from OFFSET.
 PROC_READ = r"""

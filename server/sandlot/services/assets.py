@@ -8,11 +8,10 @@ or a process's JSON arguments; naming an asset the session does not have is a 42
 
 from __future__ import annotations
 
+import builtins
 import hashlib
-import io
 import re
-import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -21,10 +20,11 @@ from sqlmodel import col, select
 
 from sandlot.domain.errors import Conflict, InvalidInput, NotFound
 from sandlot.domain.keys import Scope
-from sandlot.runtime.archives import add_owned, check_contained, members
+from sandlot.runtime.bridge import tee
 from sandlot.services.accounts import Principal
+from sandlot.services.transfers import Transfers
 from sandlot.store.blobs import BlobStore
-from sandlot.store.tables import Asset
+from sandlot.store.tables import Asset, Sandbox
 
 __all__ = ["NAME_RE", "AssetService", "resolve_placeholders"]
 
@@ -52,27 +52,46 @@ def resolve_placeholders(value: Any, placed: Mapping[str, str]) -> Any:
     return value
 
 
+async def _hashed(chunks: AsyncIterable[bytes], digest: Any) -> AsyncIterator[bytes]:
+    async for chunk in chunks:
+        digest.update(chunk)
+        yield chunk
+
+
 class AssetService:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession], blobs: BlobStore) -> None:
+    def __init__(
+        self, sessions: async_sessionmaker[AsyncSession], blobs: BlobStore, transfers: Transfers
+    ) -> None:
         self._sessions = sessions
         self._blobs = blobs
+        self._transfers = transfers
 
-    async def upload(self, principal: Principal, name: str, data: bytes, *, archive: bool) -> Asset:
+    async def upload(
+        self, principal: Principal, name: str, chunks: AsyncIterable[bytes], *, archive: bool
+    ) -> Asset:
+        """Store an asset. An archive is checked as it arrives (as strictly as any upload into
+        a workspace, bombs included) and kept as it came, compressed."""
         principal.require(Scope.SANDBOXES_WRITE)
         if not NAME_RE.match(name):
             raise InvalidInput("asset names are 1-100 of [A-Za-z0-9_.-]", field="name")
-        if archive:
-            check_contained(data)
         row = Asset(
-            tenant_id=principal.tenant_id,
-            name=name,
-            kind="archive" if archive else "file",
-            blob_key="",
-            size_bytes=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
+            tenant_id=principal.tenant_id, name=name, kind="archive" if archive else "file", blob_key=""
         )
         row.blob_key = f"assets/{principal.tenant_id}/{row.id}"
-        await self._blobs.put(row.blob_key, data)
+        digest = hashlib.sha256()
+        try:
+            if archive:  # kept as it came (compressed), checked on the way in and again when placed
+                row.size_bytes, _ = await tee(
+                    _hashed(chunks, digest),
+                    lambda kept: self._blobs.put(row.blob_key, kept),
+                    self._transfers.check_only,
+                )
+            else:
+                row.size_bytes = await self._blobs.put(row.blob_key, _hashed(chunks, digest))
+        except BaseException:
+            await self._blobs.delete(row.blob_key)
+            raise
+        row.sha256 = digest.hexdigest()
         try:
             async with self._sessions.begin() as session:
                 session.add(row)
@@ -105,29 +124,28 @@ class AssetService:
                 await session.delete(found)
         await self._blobs.delete(row.blob_key)
 
-    async def content(self, row: Asset) -> bytes:
-        return await self._blobs.get(row.blob_key)
-
-    async def bundle(
+    async def resolve(
         self, principal: Principal, wanted: Sequence[tuple[str, str | None]]
-    ) -> tuple[bytes, dict[str, str]]:
-        """One workspace archive holding the requested assets, each at its path (default: its
-        name; an archive becomes a directory), owned by the sandbox user; and name -> path
-        relative to the workspace."""
-        rows = [(await self.get(principal, name), path) for name, path in wanted]
-        out = io.BytesIO()
-        placed: dict[str, str] = {}
-        with tarfile.open(fileobj=out, mode="w:") as tar:
-            for row, path in rows:
-                where = (path or row.name).strip("/")
-                if not where or where.startswith("/") or ".." in where.split("/"):
-                    raise InvalidInput(f"bad path for asset {row.name!r}", field="assets")
-                placed[row.name] = where
-                data = await self.content(row)
-                if row.kind == "file":
-                    add_owned(tar, tarfile.TarInfo(where), data)
-                    continue
-                for member, content in members(data):
-                    member.name = f"{where}/{member.name.removeprefix('./')}".rstrip("/")
-                    add_owned(tar, member, content)
-        return out.getvalue(), placed
+    ) -> builtins.list[tuple[Asset, str]]:
+        """The requested assets and where each goes (relative to the workspace; default: its
+        name), checked before any sandbox is taken."""
+        out: list[tuple[Asset, str]] = []
+        for name, path in wanted:
+            row = await self.get(principal, name)
+            where = (path or row.name).strip("/")
+            if not where or "\x00" in where or any(p in ("", ".", "..") for p in where.split("/")):
+                raise InvalidInput(f"bad path for asset {row.name!r}", field="assets")
+            out.append((row, where))
+        return out
+
+    async def place(self, box: Sandbox, assets: Sequence[tuple[Asset, str]]) -> dict[str, str]:
+        """Put each asset into ``box``'s workspace (a file as one file, an archive unpacked into
+        a directory); name -> path relative to the workspace."""
+        for row, where in assets:
+            chunks = self._blobs.get(row.blob_key)
+            if row.kind == "file":
+                path = f"{box.workspace.rstrip('/')}/{where}"
+                await self._transfers.write_file(box, path, chunks, row.size_bytes)
+            else:
+                await self._transfers.import_upload(box, chunks, prefix=where)
+        return {row.name: where for row, where in assets}

@@ -66,6 +66,7 @@ def _busybox_rootfs(tar_path: Path) -> None:
         raise InvalidInput("busybox-static is not installed: apt-get install busybox-static")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
+        root.chmod(0o755)  # the layer's root: a temporary directory is 0700
         for d in ("bin", "etc", "tmp", "proc", "sys", "dev", "root", "workspace", "usr/bin"):
             (root / d).mkdir(parents=True, exist_ok=True)
         shutil.copy2(busybox, root / "bin/busybox")

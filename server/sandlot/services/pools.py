@@ -69,7 +69,8 @@ class PoolService:
     ) -> Sandbox:
         """Start one sandbox for ``env``; track the environment's health for outages."""
         ask = NewSandbox(image=image, env=env.env, network=env.network)
-        limits = Limits(memory_mb=env.memory_mb, cpus=env.cpus, pids=env.pids)
+        disk = env.disk_mb or self._sandboxes.settings.default_disk_mb
+        limits = Limits(memory_mb=env.memory_mb, cpus=env.cpus, pids=env.pids, disk_mb=disk)
         bounds = self.bounds(env, image)
         try:
             row = await self._sandboxes.provision(

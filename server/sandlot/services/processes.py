@@ -20,6 +20,7 @@ from sqlmodel import col, select
 
 from sandlot.domain.env import validate_env
 from sandlot.domain.errors import InvalidInput, NotFound, SandboxStateError
+from sandlot.domain.paths import resolve_cwd
 from sandlot.observability.tracing import current_traceparent, span
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.runtime.scripts import KILL_SESSION, PROC_FOLLOW, PROC_READ, PROC_START, PROC_STATUS
@@ -37,6 +38,15 @@ EXITED = "exited"
 KILLED = "killed"
 _CLOCK_TICKS = 100  # USER_HZ on Linux
 _QUICK = 15.0
+
+
+def _number(text: str) -> int | None:
+    """An integer a column can hold, from text a sandbox wrote (None when it is not one)."""
+    text = text.strip()
+    if not text.lstrip("-").isdigit() or len(text) > 12:
+        return None
+    value = int(text)
+    return value if -(1 << 31) <= value < 1 << 31 else None
 
 
 class ProcessService:
@@ -93,7 +103,7 @@ class ProcessService:
                 self._dir(box, row.id),
                 str(self._settings.process_output_limit),
                 exports + command,
-                cwd or box.workspace,
+                resolve_cwd(box.workspace, cwd) or box.workspace,
             )
         pid = out.strip()
         if code != 0 or not pid.isdigit():
@@ -104,10 +114,10 @@ class ProcessService:
         return row
 
     async def _row(self, principal: Principal, session_id: str, process_id: str) -> tuple[Process, Sandbox]:
-        _, box = await self._session_service.sandbox_of(principal, session_id)
+        sess, box = await self._session_service.sandbox_of(principal, session_id)
         async with self._sessions() as session:
             row = await session.get(Process, process_id)
-        if row is None or row.session_id != session_id:
+        if row is None or row.session_id != sess.id:
             raise NotFound(f"no process {process_id!r} in session {session_id}", process_id=process_id)
         return row, box
 
@@ -119,15 +129,17 @@ class ProcessService:
         lines = out.decode(errors="replace").split("\n")
         if code != 0 or len(lines) < 4:
             raise SandboxStateError(f"could not read the process's status (exit {code})")
-        rc, alive, size = lines[0].strip(), lines[1].strip() == "1", lines[2].strip()
-        ticks, _, peak = lines[3].partition(" ")
-        row.output_bytes = int(size) if size.isdigit() else row.output_bytes
-        if alive and int(ticks or 0):
-            row.cpu_seconds = int(ticks) / _CLOCK_TICKS
-        if alive and int(peak or 0):
-            row.peak_memory_kb = max(row.peak_memory_kb or 0, int(peak))
-        if rc.lstrip("-").isdigit():
-            row.status, row.exit_code = EXITED, int(rc)
+        # every figure here was written inside the sandbox: numbers in range, or nothing
+        rc, alive, size = _number(lines[0]), lines[1].strip() == "1", _number(lines[2])
+        ticks_text, _, peak_text = lines[3].partition(" ")
+        ticks, peak = _number(ticks_text), _number(peak_text)
+        row.output_bytes = size if size is not None and size >= 0 else row.output_bytes
+        if alive and ticks:
+            row.cpu_seconds = ticks / _CLOCK_TICKS
+        if alive and peak:
+            row.peak_memory_kb = max(row.peak_memory_kb or 0, peak)
+        if rc is not None:
+            row.status, row.exit_code = EXITED, rc
         elif not alive:
             row.status = KILLED
         if row.status != RUNNING:
@@ -141,10 +153,10 @@ class ProcessService:
         return await self._refresh(row, box)
 
     async def list(self, principal: Principal, session_id: str) -> Sequence[Process]:
-        _, box = await self._session_service.sandbox_of(principal, session_id)
+        sess, box = await self._session_service.sandbox_of(principal, session_id)
         async with self._sessions() as session:
             query = (
-                select(Process).where(col(Process.session_id) == session_id).order_by(col(Process.started_at))
+                select(Process).where(col(Process.session_id) == sess.id).order_by(col(Process.started_at))
             )
             rows = (await session.scalars(query)).all()
         return [await self._refresh(r, box) for r in rows]

@@ -1,91 +1,134 @@
-"""Start-up reconciliation between the store and the runtime.
+"""Reconciliation between the store and the runtime, at start-up and then periodically.
 
-Containers labelled as this deployment's but unknown to the store (or whose row is offline)
-are removed; rows whose container is gone are marked offline. Rows still being created by
-another process are left alone for a grace period.
+A round compares the live sandbox rows with the containers carrying this deployment's labels
+and settles every difference, in both directions:
+
+- a container the store does not know, knows as offline, or whose row names another container
+  is removed (an orphan);
+- a row whose container is gone or stopped (an engine restart stops them all) goes offline
+  (a phantom), and so does its container if it is still there;
+- a row stuck in a transitional status longer than it could take is finished: a create that
+  never completed (the process died) is removed; a shutdown that failed half-way (the engine
+  was down) is done again; a session exit or an acquire that never finished is shut down.
+
+Rows are read before containers are listed, so a sandbox started during the round is never
+mistaken for an orphan; rows still being created are left alone for a grace period, since
+another process may be creating them. One item failing does not stop the round.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sandlot.domain.status import SandboxStatus
-from sandlot.runtime.base import LABEL_SANDBOX, SandboxRuntime
+from sandlot.runtime.base import LABEL_SANDBOX, OwnedSandbox, SandboxRuntime
 from sandlot.store.repositories import ACTIVE, SandboxRepository
+from sandlot.store.tables import Sandbox
 from sandlot.store.types import utcnow
 
-__all__ = ["ReconcileReport", "Reconciler"]
+__all__ = ["STUCK_AFTER", "ReconcileReport", "Reconciler"]
 
 log = logging.getLogger(__name__)
 
 S = SandboxStatus
 _PENDING = (S.CREATED.value, S.SETTING_UP.value)
 
+#: How long a sandbox may sit in a transitional status before a round finishes it.
+STUCK_AFTER: dict[str, timedelta] = {
+    S.CREATED.value: timedelta(minutes=2),
+    S.SETTING_UP.value: timedelta(minutes=2),
+    S.ACQUIRED.value: timedelta(minutes=2),
+    S.EXITING_SESSION.value: timedelta(minutes=2),
+    S.SHUTTING_DOWN.value: timedelta(seconds=30),
+}
+
 
 @dataclass
 class ReconcileReport:
     removed_containers: list[str] = field(default_factory=list)
     marked_offline: list[str] = field(default_factory=list)
+    finished_stuck: list[str] = field(default_factory=list)
 
 
 class Reconciler:
+    """``shutdown(sandbox_id, reason)`` takes a sandbox offline through the service (removing
+    its container); ``lost(sandbox_ids)`` ends the active sessions that held them."""
+
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
         runtime: SandboxRuntime,
         instance: str,
         *,
-        pending_grace: timedelta = timedelta(minutes=2),
+        shutdown: Callable[[str, str], Awaitable[object]],
+        lost: Callable[[Sequence[str]], Awaitable[object]] | None = None,
+        stuck_after: dict[str, timedelta] | None = None,
     ) -> None:
         self._sessions = sessions
         self._runtime = runtime
         self._instance = instance
-        self._grace = pending_grace
+        self._shutdown = shutdown
+        self._lost = lost
+        self._stuck_after = stuck_after or STUCK_AFTER
 
     async def run(self) -> ReconcileReport:
         report = ReconcileReport()
-        owned = await self._runtime.list_owned(self._instance)
         async with self._sessions() as session:
-            rows = {
-                r.id: r for r in await SandboxRepository(session, None).list(statuses=ACTIVE, limit=1_000_000)
-            }
-        running_by_sandbox = {}
+            listed = await SandboxRepository(session, None).list(statuses=ACTIVE, limit=1_000_000)
+        # this deployment's rows only (rows from before the instance was kept count as ours)
+        rows = {r.id: r for r in listed if r.instance in (None, self._instance)}
+        owned = await self._runtime.list_owned(self._instance)
+        alive: set[str] = set()
         for found in owned:
-            sandbox_id = found.labels.get(LABEL_SANDBOX, "")
-            row = rows.get(sandbox_id)
-            if (
-                row is None
-                or row.runtime_ref not in (None, found.ref)
-                or (not found.running and row.status not in _PENDING)
-            ):
-                try:
-                    await self._runtime.remove(found.ref)
-                    report.removed_containers.append(found.ref)
-                except Exception:
-                    log.exception("could not remove stray sandbox %s", found.ref)
-                continue
-            running_by_sandbox[sandbox_id] = found.ref
-        cutoff = utcnow() - self._grace
+            if await self._settle_container(found, rows, report):
+                alive.add(found.labels.get(LABEL_SANDBOX, ""))
+        now = utcnow()
         for row in rows.values():
-            if row.id in running_by_sandbox:
-                continue
-            if row.status in _PENDING and row.updated_at > cutoff:
-                continue  # another process may be creating it right now
-            async with self._sessions.begin() as session:
-                repo = SandboxRepository(session, None)
-                fresh = await repo.get(row.id, lock=True)
-                if fresh.status == S.OFFLINE.value:
-                    continue
-                await repo.move(fresh, S.OFFLINE, "container gone (reconciled at start-up)")
-            report.marked_offline.append(row.id)
-        if report.removed_containers or report.marked_offline:
+            age = now - row.updated_at
+            stuck = age > self._stuck_after.get(row.status, timedelta.max)
+            try:
+                if row.status in _PENDING and not stuck:
+                    continue  # another process may be creating it right now
+                if row.id not in alive:
+                    await self._shutdown(row.id, "container gone (reconciled)")
+                    report.marked_offline.append(row.id)
+                elif stuck:
+                    await self._shutdown(row.id, f"stuck in {row.status} for {int(age.total_seconds())} s")
+                    report.finished_stuck.append(row.id)
+            except Exception:
+                log.exception("could not reconcile sandbox %s", row.id)
+        gone = report.marked_offline + report.finished_stuck
+        if gone and self._lost is not None:
+            await self._lost(gone)
+        if report.removed_containers or gone:
             log.info(
-                "reconciled: removed %d stray containers, marked %d sandboxes offline",
+                "reconciled: removed %d stray containers, took %d sandboxes offline (%d were stuck)",
                 len(report.removed_containers),
-                len(report.marked_offline),
+                len(gone),
+                len(report.finished_stuck),
             )
         return report
+
+    async def _settle_container(
+        self, found: OwnedSandbox, rows: dict[str, Sandbox], report: ReconcileReport
+    ) -> bool:
+        """Remove ``found`` when the store has no use for it; True when it stays."""
+        row = rows.get(found.labels.get(LABEL_SANDBOX, ""))
+        keep = (
+            row is not None
+            and row.runtime_ref in (None, found.ref)
+            and (found.running or row.status in _PENDING)
+        )
+        if keep:
+            return True
+        try:
+            await self._runtime.remove(found.ref)
+            report.removed_containers.append(found.ref)
+        except Exception:
+            log.exception("could not remove stray sandbox %s", found.ref)
+        return False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -28,8 +28,8 @@ from sandlot.domain.errors import (
     SandboxStateError,
 )
 from sandlot.domain.keys import Scope
-from sandlot.domain.paths import resolve_workspace_path
-from sandlot.domain.status import SandboxStatus
+from sandlot.domain.paths import resolve_cwd, resolve_workspace_path
+from sandlot.domain.status import IllegalTransition, SandboxStatus
 from sandlot.observability.metrics import METRICS
 from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span, traced_env
 from sandlot.runtime.base import (
@@ -37,11 +37,13 @@ from sandlot.runtime.base import (
     LABEL_TENANT,
     ExecRequest,
     ExecResult,
+    FileStream,
     Limits,
     SandboxRuntime,
     SandboxSpec,
 )
 from sandlot.services.accounts import Principal
+from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
 from sandlot.store.repositories import ACTIVE, PoolRepository, SandboxRepository
 from sandlot.store.tables import Sandbox, SandboxEvent, Tenant
@@ -65,6 +67,7 @@ class NewSandbox:
     memory_mb: int | None = None
     cpus: float | None = None
     pids: int | None = None
+    disk_mb: int | None = None
     network: bool = False
     ttl_seconds: int | None = None
     read_only_root: bool = False
@@ -78,10 +81,12 @@ class SandboxService:
         sessions: async_sessionmaker[AsyncSession],
         runtime: SandboxRuntime,
         settings: Settings,
+        transfers: Transfers | None = None,
     ) -> None:
         self._sessions = sessions
         self.runtime = runtime
         self.settings = settings
+        self.transfers = transfers or Transfers(runtime, settings)
 
     @property
     def sessions(self) -> async_sessionmaker[AsyncSession]:
@@ -124,6 +129,7 @@ class SandboxService:
             memory_mb=ask.memory_mb or s.default_memory_mb,
             cpus=ask.cpus or s.default_cpus,
             pids=ask.pids or s.default_pids,
+            disk_mb=ask.disk_mb or s.default_disk_mb,
         )
         ttl = ask.ttl_seconds if ask.ttl_seconds is not None else s.default_ttl_seconds
         if ttl is not None and ttl > s.max_ttl_seconds:
@@ -216,9 +222,11 @@ class SandboxService:
                 image=image,
                 status=S.CREATED.value,
                 runtime=self.runtime.name,
+                instance=self.settings.instance,
                 memory_mb=limits.memory_mb,
                 cpus=limits.cpus,
                 pids=limits.pids,
+                disk_mb=limits.disk_mb,
                 network=ask.network,
                 env=dict(ask.env),
                 ttl_seconds=ttl,
@@ -253,15 +261,19 @@ class SandboxService:
                 if isinstance(exc, SandboxStateError):
                     raise
                 raise SandboxStateError(f"sandbox setup failed: {exc}") from exc
-        if for_session is not None:
-            return await self.move(
-                row.id,
-                S.ACQUIRED,
-                f"started for session {for_session}",
-                runtime_ref=ref,
-                session_id=for_session,
-            )
-        return await self.move(row.id, S.READY, "container started", runtime_ref=ref)
+        try:
+            if for_session is not None:
+                return await self.move(
+                    row.id,
+                    S.ACQUIRED,
+                    f"started for session {for_session}",
+                    runtime_ref=ref,
+                    session_id=for_session,
+                )
+            return await self.move(row.id, S.READY, "container started", runtime_ref=ref)
+        except IllegalTransition:  # shut down (deleted, reconciled) while it was starting
+            await self.runtime.remove(ref)
+            raise Conflict(f"sandbox {row.id} was shut down while it started") from None
 
     async def _lock_tenant(self, session: AsyncSession, tenant_id: str) -> Tenant:
         """Lock the tenant row so concurrent creates cannot both pass the quota check."""
@@ -312,7 +324,8 @@ class SandboxService:
             raise InvalidInput(f"timeout must be in (0, {self.settings.exec_max_timeout}]", field="timeout")
         validate_env(request.env)
         assert row.runtime_ref is not None
-        request = dataclasses.replace(request, env=traced_env(request.env))
+        cwd = resolve_cwd(row.workspace, request.cwd)
+        request = dataclasses.replace(request, env=traced_env(request.env), cwd=cwd)
         try:
             with span("sandbox.exec", tenant=row.tenant_id, sandbox=row.id, image=row.image):
                 result = await self.runtime.exec(row.runtime_ref, request)
@@ -322,25 +335,30 @@ class SandboxService:
             await self._broken(row, exc)
             raise
 
-    async def write_file(self, principal: Principal, sandbox_id: str, path: str, data: bytes) -> str:
+    async def write_file(
+        self,
+        principal: Principal,
+        sandbox_id: str,
+        path: str,
+        chunks: AsyncIterable[bytes],
+        size: int | None,
+    ) -> tuple[str, int]:
+        """Write a file from a stream of ``size`` bytes (None: not announced); where it went
+        and its size."""
         row = await self.usable(principal, sandbox_id)
         target = resolve_workspace_path(row.workspace, path)
-        assert row.runtime_ref is not None
         try:
-            await self.runtime.write_file(row.runtime_ref, target, data, row.workspace)
+            written = await self.transfers.write_file(row, target, chunks, size)
         except SandboxStateError as exc:
             await self._broken(row, exc)
             raise
-        return target
+        return target, written
 
-    async def read_file(self, principal: Principal, sandbox_id: str, path: str) -> bytes:
+    async def read_file(self, principal: Principal, sandbox_id: str, path: str) -> FileStream:
         row = await self.usable(principal, sandbox_id)
         target = resolve_workspace_path(row.workspace, path)
-        assert row.runtime_ref is not None
         try:
-            return await self.runtime.read_file(
-                row.runtime_ref, target, row.workspace, self.settings.max_file_bytes
-            )
+            return await self.transfers.read_file(row, target)
         except SandboxStateError as exc:
             await self._broken(row, exc)
             raise
@@ -370,9 +388,9 @@ class SandboxService:
                 return False
             if row.status != S.SHUTTING_DOWN.value:
                 await repo.move(row, S.SHUTTING_DOWN, reason)
-            ref = row.runtime_ref
-        if ref is not None:
-            await self.runtime.remove(ref)
+            # a create interrupted before it recorded the container is reached by its name
+            ref = row.runtime_ref or self.runtime.ref_for(row.id)
+        await self.runtime.remove(ref)
         await self.move(sandbox_id, S.OFFLINE, reason)
         return True
 

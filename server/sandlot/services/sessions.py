@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -47,8 +47,9 @@ from sandlot.services.sandboxes import SandboxService
 from sandlot.services.shell import ShellManager
 from sandlot.services.snapshots import SnapshotService
 from sandlot.settings import Settings
+from sandlot.store.blobs import one_chunk
 from sandlot.store.repositories import EnvironmentRepository, SessionRepository
-from sandlot.store.tables import Activity, Environment, Sandbox, Session, Snapshot, new_id
+from sandlot.store.tables import Activity, Asset, Environment, Sandbox, Session, Snapshot, new_id
 from sandlot.store.types import utcnow
 
 __all__ = ["ACTIVE", "ENDED", "SUSPENDED", "ManifestFile", "SessionService"]
@@ -59,6 +60,7 @@ T = TypeVar("T")
 S = SandboxStatus
 ACTIVE, SUSPENDED, ENDED = SESSION_ACTIVE, SESSION_SUSPENDED, SESSION_ENDED
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SERVICE_PREFIX = "ses"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +102,7 @@ class SessionService:
         self._settings = settings
         self.snapshots = snapshots
         self.assets = assets
+        self.transfers = snapshots.transfers
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
@@ -170,9 +173,9 @@ class SessionService:
         started = time.perf_counter()
         with span("session.start", tenant=principal.tenant_id, environment=environment) as sp:
             snap = await self.snapshots.get(principal, snapshot_id) if snapshot_id else None
-            bundle = await self.assets.bundle(principal, assets) if assets else None
+            placed = await self.assets.resolve(principal, assets) if assets else None
             row, warm = await self._start(
-                principal, environment, image, feature, session_id, manifest, snap, bundle
+                principal, environment, image, feature, session_id, manifest, snap, placed
             )
             sp.set_attributes(
                 {ATTR["session"]: row.id, ATTR["sandbox"]: row.sandbox_id or "", ATTR["image"]: row.image}
@@ -190,18 +193,24 @@ class SessionService:
         session_id: str | None,
         manifest: Sequence[ManifestFile],
         snap: Snapshot | None,
-        bundle: tuple[bytes, dict[str, str]] | None,
+        placed: list[tuple[Asset, str]] | None,
     ) -> tuple[Session, bool]:
         principal.require(Scope.SANDBOXES_WRITE)
-        if session_id is not None and not _SESSION_ID_RE.match(session_id):
-            raise InvalidInput("session_id must be 1-64 of [A-Za-z0-9_.-]", field="session_id")
+        if session_id is not None and (
+            not _SESSION_ID_RE.match(session_id) or session_id.startswith(f"{_SERVICE_PREFIX}_")
+        ):
+            raise InvalidInput(
+                f"session_id must be 1-64 of [A-Za-z0-9_.-], not starting with {_SERVICE_PREFIX}_",
+                field="session_id",
+            )
         env = await self._environments.cached(principal.visible_tenant, environment)
         chosen = self._pick_image(env, image, feature)
         paths = [resolve_workspace_path("/workspace", f.path) for f in manifest]
-        sid = session_id or new_id("ses")
+        sid = new_id(_SERVICE_PREFIX)
         now = utcnow()
         row = Session(
             id=sid,
+            client_ref=session_id,
             tenant_id=env.tenant_id,
             environment_id=env.id,
             image=chosen,
@@ -211,9 +220,9 @@ class SessionService:
         )
         # Warm path: claim a ready sandbox straight into the session and record the session,
         # atomically (one statement on PostgreSQL).
-        if session_id is not None:
+        if session_id is not None:  # references are the tenant's own: no one else's can collide
             async with self._reads() as session:
-                await SessionRepository(session, None).refuse_existing(sid)
+                await SessionRepository(session, None).refuse_existing(env.tenant_id, session_id)
         box = await self._pools.claim(env, chosen, row, f"session {sid} started")
         warm = box is not None
         try:
@@ -226,12 +235,12 @@ class SessionService:
             ctx = self._context(row, box)
             if snap is not None:
                 await self.snapshots.restore(snap, box, sid)
-            if bundle is not None:
-                await self._place_assets(row, box, *bundle)
+            if placed:
+                await self._place_assets(row, box, placed)
             for feat in self._environments.sandbox_features(env, chosen):
                 await feat.setup_session(ctx)
             for path, item in zip(paths, manifest, strict=True):
-                await self._sandboxes.runtime.write_file(ctx.ref, path, item.content, box.workspace)
+                await self.transfers.write_file(box, path, one_chunk(item.content), len(item.content))
         except BaseException as exc:
             log.warning("session %s failed to start: %s", sid, exc)
             if box is not None:
@@ -241,27 +250,30 @@ class SessionService:
             raise
         return row, warm
 
-    async def _place_assets(self, row: Session, box: Sandbox, archive: bytes, placed: dict[str, str]) -> None:
-        assert box.runtime_ref is not None
-        await self._sandboxes.runtime.import_workspace(box.runtime_ref, box.workspace, archive)
-        paths = {name: f"{box.workspace.rstrip('/')}/{where}" for name, where in placed.items()}
+    async def _place_assets(self, row: Session, box: Sandbox, placed: list[tuple[Asset, str]]) -> None:
+        where = await self.assets.place(box, placed)
+        paths = {name: f"{box.workspace.rstrip('/')}/{rel}" for name, rel in where.items()}
         row.state = {**row.state, "assets": paths}
         async with self._sessions.begin() as session:
             stored = await SessionRepository(session, None).get(row.id, lock=True)
             stored.state = {**stored.state, "assets": paths}
 
+    @staticmethod
+    def _repo(session: AsyncSession, principal: Principal) -> SessionRepository:
+        """The caller's sessions, found by id or by the caller's own references."""
+        return SessionRepository(session, principal.visible_tenant, refs_of=principal.tenant_id)
+
     async def get(self, principal: Principal, session_id: str) -> Session:
         principal.require(Scope.SANDBOXES_READ)
         async with self._reads() as session:
-            return await SessionRepository(session, principal.visible_tenant).get(session_id)
+            return await self._repo(session, principal).get(session_id)
 
     async def sandbox_of(self, principal: Principal, session_id: str) -> tuple[Session, Sandbox]:
         """An active session of the caller and the sandbox it holds (409 when the session is
         not active; ``SandboxStateError`` when its sandbox is gone)."""
         principal.require(Scope.SANDBOXES_WRITE)
         async with self._reads() as session:
-            repo = SessionRepository(session, principal.visible_tenant)
-            sess, box = await repo.get_with_sandbox(session_id)
+            sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
         if sess.status != ACTIVE:
             raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
         if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
@@ -278,8 +290,8 @@ class SessionService:
 
     async def end(self, principal: Principal, session_id: str, reason: str = "ended by client") -> Session:
         principal.require(Scope.SANDBOXES_WRITE)
-        await self.get(principal, session_id)
-        return await self._end(session_id, reason)
+        row = await self.get(principal, session_id)
+        return await self._end(row.id, reason)
 
     async def _finish(self, session_id: str, reason: str) -> tuple[Session, str] | None:
         """Mark the session ended; returns it and the status it had, or None if it already
@@ -370,13 +382,15 @@ class SessionService:
         sess, box = await self.sandbox_of(principal, session_id)
         return await self._lost_on_failure(sess, box, self.snapshots.take(sess, box, "checkpoint"))
 
-    async def export_workspace(self, principal: Principal, session_id: str) -> bytes:
+    async def export_workspace(self, principal: Principal, session_id: str) -> AsyncIterator[bytes]:
         sess, box = await self.sandbox_of(principal, session_id)
         return await self._lost_on_failure(sess, box, self.snapshots.export_live(sess, box))
 
-    async def import_workspace(self, principal: Principal, session_id: str, data: bytes) -> None:
+    async def import_workspace(
+        self, principal: Principal, session_id: str, chunks: AsyncIterator[bytes]
+    ) -> int:
         sess, box = await self.sandbox_of(principal, session_id)
-        await self._lost_on_failure(sess, box, self.snapshots.import_upload(sess, box, data))
+        return await self._lost_on_failure(sess, box, self.snapshots.import_upload(sess, box, chunks))
 
     async def _lost_on_failure(self, sess: Session, box: Sandbox, work: Awaitable[T]) -> T:
         """Await ``work`` on the session's sandbox; a sandbox that broke ends the session."""
@@ -389,8 +403,8 @@ class SessionService:
     async def suspend(self, principal: Principal, session_id: str) -> Session:
         """Snapshot the session, then freeze its sandbox. The session keeps the sandbox (it
         counts against quota) until it is resumed or its TTL ends it."""
-        await self.sandbox_of(principal, session_id)
-        return await self._parking.suspend(session_id, "suspended by client")
+        sess, _ = await self.sandbox_of(principal, session_id)
+        return await self._parking.suspend(sess.id, "suspended by client")
 
     async def resume(self, principal: Principal, session_id: str) -> tuple[Session, str, str | None]:
         """Reattach to the session's sandbox when it is alive; otherwise create a replacement
@@ -416,8 +430,8 @@ class SessionService:
             sess, box = hot
         else:
             async with self._reads() as session:
-                repo = SessionRepository(session, principal.visible_tenant)
-                sess, box = await repo.get_with_sandbox(session_id)
+                sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
+        session_id = sess.id  # from here on the service's id (the caller may have used its own)
         env = await self._environments.cached(None, sess.environment_id)
         if sess.status != ACTIVE:
             raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
@@ -482,6 +496,18 @@ class SessionService:
             if record.error_code is not None:
                 METRICS.activity_errors.labels(feature_name, activity_name, record.error_code).inc()
 
+    async def sandboxes_lost(self, sandbox_ids: Sequence[str]) -> None:
+        """End the active sessions whose sandboxes the reconciler found gone (a suspended one
+        stays: resuming it hydrates a replacement)."""
+        wanted = set(sandbox_ids)
+        async with self._reads() as session:
+            live = await SessionRepository(session, None).list(statuses=[ACTIVE], limit=1_000_000)
+        for row in live:
+            if row.sandbox_id in wanted:
+                self._hot.pop(row.id, None)
+                await self._shells.close(row.id)
+                await self._finish(row.id, "sandbox lost: its container is gone")
+
     async def _sandbox_lost(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
         log.warning("session %s lost its sandbox %s: %s", sess.id, box.id, exc)
         self._hot.pop(sess.id, None)
@@ -492,7 +518,5 @@ class SessionService:
     async def activities(
         self, principal: Principal, session_id: str, *, limit: int, offset: int
     ) -> Sequence[Activity]:
-        await self.get(principal, session_id)
-        return await self.recorder.for_session(
-            principal.visible_tenant, session_id, limit=limit, offset=offset
-        )
+        row = await self.get(principal, session_id)
+        return await self.recorder.for_session(principal.visible_tenant, row.id, limit=limit, offset=offset)

@@ -9,9 +9,8 @@ shell state back, so the next command starts where the last one left off.
 
 from __future__ import annotations
 
-import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlmodel import col, select
@@ -19,10 +18,12 @@ from sqlmodel import col, select
 from sandlot.domain.errors import NotFound, SandboxStateError
 from sandlot.domain.keys import Scope
 from sandlot.observability.tracing import span
-from sandlot.runtime.archives import diff, manifest, owned_copy
+from sandlot.runtime.archives import Manifest, diff, manifest
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
+from sandlot.runtime.bridge import consume, tee
 from sandlot.services.accounts import Principal
 from sandlot.services.shell import shell_state_dir
+from sandlot.services.transfers import Transfers, primed
 from sandlot.settings import Settings
 from sandlot.store.blobs import BlobStore
 from sandlot.store.tables import Sandbox, Session, Snapshot
@@ -45,11 +46,13 @@ class SnapshotService:
         blobs: BlobStore,
         runtime: SandboxRuntime,
         settings: Settings,
+        transfers: Transfers,
     ) -> None:
         self._sessions = sessions
         self._blobs = blobs
         self._runtime = runtime
         self._settings = settings
+        self.transfers = transfers
 
     def _shell_file(self, box: Sandbox, session_id: str) -> str:
         assert box.runtime_ref is not None
@@ -82,30 +85,23 @@ class SnapshotService:
             return (await session.scalars(query)).first()
 
     async def take(self, sess: Session, box: Sandbox, kind: str) -> Snapshot:
-        """Snapshot the workspace and shell state of ``sess`` (on ``box``) into blob storage."""
+        """Snapshot the workspace and shell state of ``sess`` (on ``box``) into blob storage.
+        The archive streams into the blob while its manifest is computed beside it."""
         assert box.runtime_ref is not None
         with span("snapshot.take", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
-            archive = await self._runtime.export_workspace(
-                box.runtime_ref, box.workspace, self._settings.max_snapshot_bytes
-            )
-            shell_state = await self._read_shell_state(box, sess.id)
-            found = await asyncio.to_thread(manifest, archive)
-            previous = await self.latest(sess.id)
-            row = Snapshot(
-                tenant_id=sess.tenant_id,
-                session_id=sess.id,
-                parent_id=previous.id if previous else None,
-                kind=kind,
-                blob_key="",
-                size_bytes=len(archive),
-                file_count=sum(1 for v in found.values() if v[0] != "dir"),
-                manifest=found,
-                diff=diff(previous.manifest if previous else None, found),
-                shell_state=shell_state,
-            )
+            archive = await self.transfers.export(box)
+            row = Snapshot(tenant_id=sess.tenant_id, session_id=sess.id, kind=kind, blob_key="")
             row.blob_key = f"snapshots/{sess.tenant_id}/{row.id}.tar"
-            await self._blobs.put(row.blob_key, archive)  # the blob first: a row never lacks it
-            async with self._sessions.begin() as session:
+            size, found = await self._store_with_manifest(row.blob_key, archive)
+            shell_state = await self._read_shell_state(box, sess.id)
+            previous = await self.latest(sess.id)
+            row.parent_id = previous.id if previous else None
+            row.size_bytes = size
+            row.file_count = sum(1 for v in found.values() if v[0] != "dir")
+            row.manifest = found
+            row.diff = diff(previous.manifest if previous else None, found)
+            row.shell_state = shell_state
+            async with self._sessions.begin() as session:  # the blob first: a row never lacks it
                 session.add(row)
                 stored = await session.get(Session, sess.id, with_for_update=True)
                 if stored is not None:
@@ -116,32 +112,40 @@ class SnapshotService:
                     }
             return row
 
+    async def _store_with_manifest(self, key: str, archive: AsyncIterator[bytes]) -> tuple[int, Manifest]:
+        """Write ``archive`` to the blob ``key`` and compute its manifest from the same chunks."""
+        try:
+            return await tee(
+                archive,
+                lambda chunks: self._blobs.put(key, chunks),
+                lambda chunks: consume(chunks, manifest),
+            )
+        except BaseException:
+            await self._blobs.delete(key)
+            raise
+
     async def restore(self, snap: Snapshot, box: Sandbox, session_id: str) -> None:
         """Unpack ``snap`` into ``box``'s (empty) workspace; its shell state becomes the state
         of session ``session_id``."""
         assert box.runtime_ref is not None
         with span("snapshot.restore", session=session_id, sandbox=box.id):
-            archive = await self._blobs.get(snap.blob_key)
-            await self._runtime.import_workspace(box.runtime_ref, box.workspace, archive)
+            await self.transfers.restore(box, self._blobs.get(snap.blob_key))
             if snap.shell_state:
                 await self._write_shell_state(box, session_id, snap.shell_state)
 
-    async def export_live(self, sess: Session, box: Sandbox) -> bytes:
-        """The workspace as it is now, as a workspace archive, without storing it."""
-        assert box.runtime_ref is not None
+    async def export_live(self, sess: Session, box: Sandbox) -> AsyncIterator[bytes]:
+        """The workspace as it is now, as a workspace archive stream, without storing it."""
         with span("workspace.export", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
-            return await self._runtime.export_workspace(
-                box.runtime_ref, box.workspace, self._settings.max_snapshot_bytes
-            )
+            return await self.transfers.export(box)
 
-    async def import_upload(self, sess: Session, box: Sandbox, data: bytes) -> None:
+    async def import_upload(self, sess: Session, box: Sandbox, chunks: AsyncIterator[bytes]) -> int:
         """Unpack an uploaded tar (any compression) over the workspace: the files it holds are
         replaced, the others kept; every member comes to belong to the sandbox user. A member
-        or link that would land outside the workspace refuses the whole archive (422)."""
-        assert box.runtime_ref is not None
-        archive = await asyncio.to_thread(owned_copy, data)
+        or link that would land outside the workspace (also through a link already there)
+        refuses the whole archive (422). Returns the bytes of content unpacked."""
         with span("workspace.import", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
-            await self._runtime.import_workspace(box.runtime_ref, box.workspace, archive)
+            report = await self.transfers.import_upload(box, chunks)
+        return report.bytes
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -155,8 +159,8 @@ class SnapshotService:
             raise NotFound(f"no snapshot {snapshot_id!r}", snapshot_id=snapshot_id)
         return row
 
-    async def archive(self, principal: Principal, snapshot_id: str) -> bytes:
-        return await self._blobs.get((await self.get(principal, snapshot_id)).blob_key)
+    async def archive(self, principal: Principal, snapshot_id: str) -> AsyncIterator[bytes]:
+        return await primed(self._blobs.get((await self.get(principal, snapshot_id)).blob_key))
 
     async def of_session(self, principal: Principal, session_id: str) -> Sequence[Snapshot]:
         principal.require(Scope.SANDBOXES_READ)

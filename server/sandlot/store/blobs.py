@@ -1,70 +1,115 @@
-"""Blob storage for snapshots: a small interface and the filesystem store behind it.
+"""Blob storage for snapshots and assets: a small interface and the filesystem store behind it.
 
-An S3-compatible store implements the same four methods (keys are ``/``-separated, made only of
-``[A-Za-z0-9_.-]`` segments by the service, never by a client).
+Blobs move as streams of chunks, never whole in memory. An S3-compatible store implements the
+same methods (keys are ``/``-separated, made only of ``[A-Za-z0-9_.-]`` segments by the
+service, never by a client).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import secrets
+from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
-from typing import Protocol
+from typing import IO, Protocol
 
 from sandlot.domain.errors import NotFound
 
-__all__ = ["BlobStore", "FileBlobStore"]
+__all__ = ["BlobStore", "FileBlobStore", "one_chunk"]
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+_CHUNK = 1 << 16
 
 
 class BlobStore(Protocol):
-    async def put(self, key: str, data: bytes) -> None:
-        """Store ``data`` under ``key`` atomically (readers see all of it or nothing)."""
+    async def put(self, key: str, chunks: AsyncIterable[bytes]) -> int:
+        """Store the chunks under ``key`` atomically (readers see all of it or nothing); the
+        number of bytes stored. If ``chunks`` fails, nothing is stored and the error goes on."""
         ...
 
-    async def get(self, key: str) -> bytes: ...
+    def get(self, key: str) -> AsyncIterator[bytes]:
+        """The blob's bytes as chunks (``NotFound`` from the first one when there is none)."""
+        ...
 
     async def delete(self, key: str) -> None: ...
 
     async def exists(self, key: str) -> bool: ...
 
 
+async def one_chunk(data: bytes) -> AsyncIterator[bytes]:
+    """``data`` as a stream (for small blobs that are already in memory)."""
+    yield data
+
+
 class FileBlobStore:
     """Blobs as files under ``root``, written to a temporary name, fsynced, then renamed."""
 
     def __init__(self, root: Path) -> None:
-        self._root = root
+        self._root = root.absolute()
 
     def _path(self, key: str) -> Path:
         if not _KEY.match(key) or ".." in key.split("/"):
             raise ValueError(f"bad blob key {key!r}")
         return self._root / key
 
-    async def put(self, key: str, data: bytes) -> None:
+    async def put(self, key: str, chunks: AsyncIterable[bytes]) -> int:
         path = self._path(key)
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
 
-        def write() -> None:
+        def open_tmp() -> IO[bytes]:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
+            return open(tmp, "wb")
 
-        await asyncio.to_thread(write)
+        handle = await asyncio.to_thread(open_tmp)
+        size = 0
+        try:
+            async for chunk in chunks:
+                await asyncio.to_thread(handle.write, chunk)
+                size += len(chunk)
+            await asyncio.to_thread(_sync_and_close, handle)
+            await asyncio.to_thread(os.replace, tmp, path)
+        except BaseException:
+            handle.close()
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise
+        return size
 
-    async def get(self, key: str) -> bytes:
+    async def get(self, key: str) -> AsyncIterator[bytes]:
         path = self._path(key)
         try:
-            return await asyncio.to_thread(path.read_bytes)
+            handle = await asyncio.to_thread(open, path, "rb")
         except FileNotFoundError as exc:
             raise NotFound(f"no blob {key!r}") from exc
+        try:
+            while chunk := await asyncio.to_thread(handle.read, _CHUNK):
+                yield chunk
+        finally:
+            handle.close()
 
     async def delete(self, key: str) -> None:
         await asyncio.to_thread(self._path(key).unlink, True)
 
     async def exists(self, key: str) -> bool:
         return await asyncio.to_thread(self._path(key).is_file)
+
+    async def clean_partial(self) -> None:
+        """Remove temporary files a crash left behind (at start-up)."""
+
+        def clean() -> None:
+            if not self._root.is_dir():
+                return
+            for tmp in self._root.rglob(".*.tmp"):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+        await asyncio.to_thread(clean)
+
+
+def _sync_and_close(handle: IO[bytes]) -> None:
+    handle.flush()
+    os.fsync(handle.fileno())
+    handle.close()

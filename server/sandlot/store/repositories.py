@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import TextualSelect, Update, bindparam, func, or_, text, update
+from sqlalchemy import TextualSelect, Update, and_, bindparam, func, or_, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -331,7 +331,8 @@ class PoolRepository:
         try:
             found = (await self.session.execute(_claim_statement(), {**params, **values})).first()
         except IntegrityError as exc:
-            raise Conflict(f"session {into.id!r} exists", session_id=into.id) from exc
+            ref = into.client_ref or into.id
+            raise Conflict(f"session {ref!r} exists", session_id=ref) from exc
         if found is None:
             return None
         into.sandbox_id = found.id
@@ -357,9 +358,13 @@ class PoolRepository:
 
 
 class SessionRepository:
-    def __init__(self, session: AsyncSession, tenant_id: str | None) -> None:
+    """Sessions of one tenant (``tenant_id=None``: all). A session is found by its id or, within
+    ``refs_of`` (default: the tenant), by the reference its client chose."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str | None, *, refs_of: str | None = None) -> None:
         self.session = session
         self.tenant_id = tenant_id
+        self.refs_of = refs_of or tenant_id
 
     def _scoped(self) -> SelectOfScalar[Session]:
         query = select(Session)
@@ -367,20 +372,31 @@ class SessionRepository:
             query = query.where(col(Session.tenant_id) == self.tenant_id)
         return query
 
-    async def refuse_existing(self, session_id: str) -> None:
-        if await self.session.get(Session, session_id) is not None:
-            raise Conflict(f"session {session_id!r} exists", session_id=session_id)
+    def _named(self, session_id: str) -> Any:
+        by_id = col(Session.id) == session_id
+        if self.refs_of is None:
+            return by_id
+        by_ref = and_(col(Session.client_ref) == session_id, col(Session.tenant_id) == self.refs_of)
+        return or_(by_id, by_ref)
+
+    async def refuse_existing(self, tenant_id: str, client_ref: str) -> None:
+        query = select(col(Session.id)).where(
+            col(Session.tenant_id) == tenant_id, col(Session.client_ref) == client_ref
+        )
+        if (await self.session.execute(query)).first() is not None:
+            raise Conflict(f"session {client_ref!r} exists", session_id=client_ref)
 
     async def add(self, row: Session) -> Session:
         self.session.add(row)
         try:
             await self.session.flush()
-        except IntegrityError as exc:  # a concurrent start took the same id
-            raise Conflict(f"session {row.id!r} exists", session_id=row.id) from exc
+        except IntegrityError as exc:  # a concurrent start took the same reference
+            ref = row.client_ref or row.id
+            raise Conflict(f"session {ref!r} exists", session_id=ref) from exc
         return row
 
     async def get(self, session_id: str, *, lock: bool = False) -> Session:
-        query = self._scoped().where(col(Session.id) == session_id)
+        query = self._scoped().where(self._named(session_id))
         if lock:
             query = query.with_for_update()
         found = (await self.session.scalars(query)).first()
@@ -393,7 +409,7 @@ class SessionRepository:
         query = (
             select(Session, Sandbox)
             .join(Sandbox, col(Sandbox.id) == col(Session.sandbox_id), isouter=True)
-            .where(col(Session.id) == session_id)
+            .where(self._named(session_id))
         )
         if self.tenant_id is not None:
             query = query.where(col(Session.tenant_id) == self.tenant_id)

@@ -73,10 +73,13 @@ class Sandbox(SQLModel, table=True):
     status_reason: str = Field(default="", max_length=500)
     runtime: str = Field(max_length=20)
     runtime_ref: str | None = Field(default=None, max_length=100)
+    # the deployment whose containers carry this in their labels (None: before it was kept)
+    instance: str | None = Field(default=None, index=True, max_length=64)
     workspace: str = Field(default="/workspace", max_length=300)
     memory_mb: int
     cpus: float
     pids: int
+    disk_mb: int | None = None
     network: bool = False
     env: dict[str, str] = Field(default_factory=dict, sa_type=sa.JSON)
     ttl_seconds: int | None = None
@@ -130,11 +133,15 @@ class Environment(SQLModel, table=True):
 
 
 class Session(SQLModel, table=True):
-    """A user's turn on a sandbox. ``state`` holds what resuming needs."""
+    """A user's turn on a sandbox. ``state`` holds what resuming needs. ``id`` is the service's;
+    ``client_ref`` is an id the client chose, unique within its tenant only (so one tenant's
+    choice never collides with, or reveals, another's)."""
 
     __tablename__ = "sessions"
+    __table_args__ = (sa.UniqueConstraint("tenant_id", "client_ref", name="uq_sessions_tenant_client_ref"),)
 
     id: str = Field(primary_key=True, max_length=64)
+    client_ref: str | None = Field(default=None, max_length=64)
     tenant_id: str = Field(foreign_key="tenants.id", index=True, max_length=32)
     environment_id: str = Field(index=True, max_length=32)
     sandbox_id: str | None = Field(default=None, max_length=32)

@@ -258,8 +258,13 @@ async def test_session_ids_are_unique_and_chosen_ids_work(api: Api) -> None:
     session = await api.session(
         env["name"], session_id=chosen, manifest=[{"path": "input/data.txt", "content": "given"}]
     )
-    assert session["id"] == chosen
+    assert session["client_ref"] == chosen and session["id"].startswith("ses_")
     assert (await api.sh(chosen, "cat input/data.txt"))["stdout"] == "given"
+    assert (await api.sh(session["id"], "cat input/data.txt"))["stdout"] == "given"
+    looks_like_ours = await api.client.post(
+        "/v1/sessions", json={"environment": env["name"], "session_id": "ses_0123456789abcdef"}, headers=api.h
+    )
+    assert looks_like_ours.status_code == 422
     dup = await api.client.post(
         "/v1/sessions", json={"environment": env["name"], "session_id": chosen}, headers=api.h
     )

@@ -1,18 +1,29 @@
-"""One suite, every runtime: Docker (real engine) and local (real processes here)."""
+"""One suite, every runtime: Docker (real engine) and local (real processes here, under
+bubblewrap, from a relative data directory). Files are attacked the way a hostile tenant
+would: names with newlines, planted links, read-only files, uploads cut short."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import secrets
+import tarfile
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
-from sandlot.domain.errors import ImageNotFound, NotFound, PathOutsideWorkspace, PayloadTooLarge
+from sandlot.domain.errors import (
+    ImageNotFound,
+    InvalidInput,
+    NotFound,
+    PathOutsideWorkspace,
+    PayloadTooLarge,
+)
+from sandlot.runtime.archives import ArchiveReport, check_archive
 from sandlot.runtime.base import LABEL_SANDBOX, ExecRequest, SandboxRuntime, SandboxSpec
-from tests.conftest import BUSYBOX, INSTANCE
+from tests.conftest import BUSYBOX, RUNTIME_INSTANCE
 
 WS = "/workspace"
 
@@ -76,29 +87,158 @@ async def test_output_past_the_limit_is_truncated(runtime: SandboxRuntime, ref: 
     assert res.stdout == b"\x00" * 4096 and res.truncated
 
 
+async def _chunks(data: bytes, size: int = 1 << 16) -> AsyncIterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+async def write(runtime: SandboxRuntime, ref: str, path: str, data: bytes) -> None:
+    await runtime.write_file(ref, f"{WS}/{path}", WS, _chunks(data), len(data))
+
+
+async def read(runtime: SandboxRuntime, ref: str, path: str, limit: int = 1 << 30) -> bytes:
+    return await (await runtime.read_file(ref, f"{WS}/{path}", WS, limit)).read_all()
+
+
+async def sh(runtime: SandboxRuntime, ref: str, command: str) -> bytes:
+    res = await runtime.exec(ref, ExecRequest(command))
+    assert res.exit_code == 0, res
+    return res.stdout
+
+
 async def test_file_round_trip_is_byte_identical(runtime: SandboxRuntime, ref: str) -> None:
     data = os.urandom(10 * 1024 * 1024)
-    await runtime.write_file(ref, f"{WS}/deep/er/blob.bin", data, WS)
-    assert await runtime.read_file(ref, f"{WS}/deep/er/blob.bin", WS, 1 << 30) == data
-    res = await runtime.exec(ref, ExecRequest("wc -c < deep/er/blob.bin"))
-    assert res.stdout.strip() == b"10485760"
+    await write(runtime, ref, "deep/er/blob.bin", data)
+    found = await runtime.read_file(ref, f"{WS}/deep/er/blob.bin", WS, 1 << 30)
+    assert found.size == len(data) and await found.read_all() == data
+    assert (await sh(runtime, ref, "wc -c < deep/er/blob.bin")).strip() == b"10485760"
 
 
 async def test_symlinks_pointing_out_are_refused_both_ways(runtime: SandboxRuntime, ref: str) -> None:
-    await runtime.exec(ref, ExecRequest("ln -s /etc out; ln -s /etc/passwd pw; ln -s /nope/x dangling"))
-    for path in ("pw", "out/passwd", "dangling"):
+    await sh(runtime, ref, "ln -s /etc out; ln -s /etc/passwd pw; ln -s /nope/x dangling; ln -s .. up")
+    for path in ("pw", "out/passwd", "dangling", "up/x", "up/workspace/../etc/passwd"):
         with pytest.raises(PathOutsideWorkspace):
-            await runtime.read_file(ref, f"{WS}/{path}", WS, 1 << 20)
+            await read(runtime, ref, path)
         with pytest.raises(PathOutsideWorkspace):
-            await runtime.write_file(ref, f"{WS}/{path}", b"x", WS)
+            await write(runtime, ref, path, b"x")
+
+
+async def test_a_newline_in_a_name_cannot_steer_a_write_outside(runtime: SandboxRuntime, ref: str) -> None:
+    # the report: a directory named with newlines beside a link to /etc made a write land on
+    # /etc/passwd (the path resolver's line protocol broke)
+    await sh(runtime, ref, "mkdir -p 'a\n/etc\nfile\n0' && ln -s /etc esc && ln -s a inside")
+    before = await sh(runtime, ref, "cat /etc/passwd")
+    for path in ("a\n/etc\nfile\n0/../../esc/passwd", "a\n/../esc/passwd", "esc/passwd"):
+        with pytest.raises((PathOutsideWorkspace, InvalidInput)):
+            await write(runtime, ref, path, b"root::0:0::/:/bin/sh\n")
+    assert await sh(runtime, ref, "cat /etc/passwd") == before
+    # names with newlines, and links that stay inside, work
+    await write(runtime, ref, "a\n/etc\nfile\n0/x", b"newline dir")
+    await write(runtime, ref, "inside/y", b"through a link")
+    assert await read(runtime, ref, "a/y") == b"through a link"
+    assert await read(runtime, ref, "a\n/etc\nfile\n0/x") == b"newline dir"
+
+
+async def test_writes_honour_the_sandbox_users_permissions(runtime: SandboxRuntime, ref: str) -> None:
+    await sh(runtime, ref, "echo keep > ro.txt && chmod 444 ro.txt && echo s > secret && chmod 000 secret")
+    await sh(runtime, ref, "mkdir locked && chmod 555 locked && echo x > mode.sh && chmod 750 mode.sh")
+    with pytest.raises(InvalidInput, match="permission"):
+        await write(runtime, ref, "ro.txt", b"overwritten")
+    with pytest.raises(InvalidInput, match="permission"):
+        await write(runtime, ref, "locked/new", b"x")
+    with pytest.raises(InvalidInput, match="permission"):
+        await read(runtime, ref, "secret")
+    await write(runtime, ref, "mode.sh", b"echo replaced")
+    listing = await sh(runtime, ref, "cat ro.txt; stat -c %a ro.txt mode.sh")
+    assert listing == b"keep\n444\n750\n"
+
+
+async def test_an_upload_cut_short_leaves_the_old_file(runtime: SandboxRuntime, ref: str) -> None:
+    await write(runtime, ref, "f", b"old content")
+    with pytest.raises(InvalidInput, match="cut short"):
+        await runtime.write_file(ref, f"{WS}/f", WS, _chunks(b"new"), 100)
+
+    async def failing() -> AsyncIterator[bytes]:
+        yield b"half of it"
+        raise ConnectionResetError("the client went away")
+
+    with pytest.raises(ConnectionResetError):
+        await runtime.write_file(ref, f"{WS}/f", WS, failing(), 100)
+    assert await read(runtime, ref, "f") == b"old content"
+    assert b".sandlot-upload" not in await sh(runtime, ref, "ls -A")
 
 
 async def test_reading_a_missing_or_too_large_file_fails_clearly(runtime: SandboxRuntime, ref: str) -> None:
     with pytest.raises(NotFound):
-        await runtime.read_file(ref, f"{WS}/missing", WS, 100)
-    await runtime.write_file(ref, f"{WS}/big", b"x" * 1000, WS)
+        await read(runtime, ref, "missing", 100)
+    await write(runtime, ref, "big", b"x" * 1000)
     with pytest.raises(PayloadTooLarge):
-        await runtime.read_file(ref, f"{WS}/big", WS, 100)
+        await read(runtime, ref, "big", 100)
+    await sh(runtime, ref, "mkdir d; mkfifo fifo")
+    for path in ("d", "fifo"):
+        with pytest.raises(InvalidInput):
+            await read(runtime, ref, path)
+
+
+async def test_workspace_archives_round_trip_and_stream(runtime: SandboxRuntime, ref: str) -> None:
+    await sh(runtime, ref, "mkdir -p src/deep && echo a > src/a && ln -s src/a link && mkfifo pipe")
+    await sh(runtime, ref, "head -c 3000000 /dev/urandom > src/deep/blob && chmod 640 src/a")
+    chunks = [c async for c in runtime.export_workspace(ref, WS, 1 << 30)]
+    assert len(chunks) > 1  # streamed, not one buffer
+    archive = b"".join(chunks)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        names = {m.name: m for m in tar.getmembers()}
+    assert {"src", "src/a", "src/deep/blob", "link"} <= set(names) and "pipe" not in names
+    assert names["link"].linkname == "src/a" and names["src/a"].mode & 0o777 == 0o640
+
+    other = await runtime.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX))
+    try:
+        report = ArchiveReport()
+        out = io.BytesIO()
+        check_archive(io.BytesIO(archive), out, limit=1 << 30, strict=False, report=report)
+        await runtime.import_workspace(other, WS, _chunks(out.getvalue()), report, check_links=False)
+        got = await runtime.exec(other, ExecRequest("cat link; stat -c %a src/a; md5sum src/deep/blob"))
+        want = await runtime.exec(ref, ExecRequest("cat link; stat -c %a src/a; md5sum src/deep/blob"))
+        assert got.stdout == want.stdout and got.stdout.startswith(b"a\n640\n")
+    finally:
+        await runtime.remove(other)
+    with pytest.raises(PayloadTooLarge):
+        async for _ in runtime.export_workspace(ref, WS, 1 << 20):
+            pass
+
+
+async def test_an_archive_cannot_follow_a_link_planted_in_the_workspace(
+    runtime: SandboxRuntime, ref: str
+) -> None:
+    await sh(runtime, ref, "ln -s /etc esc && mkdir -p ok/sub && ln -s /tmp ok/sub/out")
+    for name in ("esc/passwd", "ok/sub/out/x"):
+        tar = io.BytesIO()
+        with tarfile.open(fileobj=tar, mode="w") as t:
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            t.addfile(info, io.BytesIO(b"x"))
+        report, out = ArchiveReport(), io.BytesIO()
+        check_archive(io.BytesIO(tar.getvalue()), out, limit=1 << 20, strict=True, report=report)
+        with pytest.raises(PathOutsideWorkspace):
+            await runtime.import_workspace(ref, WS, _chunks(out.getvalue()), report, check_links=True)
+    assert b"x" not in await sh(runtime, ref, "ls /tmp; ls ok/sub/out/ 2>/dev/null; true")
+
+
+async def test_a_closed_terminal_leaves_no_process(runtime: SandboxRuntime, ref: str) -> None:
+    marker = f"sleep {secrets.randbelow(9000) + 1000}"
+    for _ in range(3):
+        term = await runtime.open_pty(ref, ["/bin/sh"], cols=80, rows=24)
+        await term.write(f"{marker} &\n".encode())
+        seen = b""
+        while b"$" not in seen and b"#" not in seen:
+            chunk = await term.read()
+            assert chunk is not None
+            seen += chunk
+        await term.close()
+    deadline = time.monotonic() + 5
+    while marker.encode() in (left := await sh(runtime, ref, "ps -o args 2>/dev/null || ps")):
+        assert time.monotonic() < deadline, left
+        await asyncio.sleep(0.2)
 
 
 async def test_unknown_image_is_refused(runtime: SandboxRuntime) -> None:
@@ -112,9 +252,9 @@ async def test_sandboxes_are_listed_by_label_and_gone_after_remove(runtime: Sand
     ref = await runtime.create(
         SandboxSpec(sandbox_id, "ten_test", BUSYBOX, labels={LABEL_SANDBOX: sandbox_id})
     )
-    owned = {o.ref: o for o in await runtime.list_owned(INSTANCE)}
+    owned = {o.ref: o for o in await runtime.list_owned(RUNTIME_INSTANCE)}
     assert owned[ref].labels[LABEL_SANDBOX] == sandbox_id and owned[ref].running
     await runtime.remove(ref)
-    assert ref not in {o.ref for o in await runtime.list_owned(INSTANCE)}
+    assert ref not in {o.ref for o in await runtime.list_owned(RUNTIME_INSTANCE)}
     assert not await runtime.is_running(ref)
     await runtime.remove(ref)  # removing twice is fine

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
-from sandlot.runtime.base import ExecRequest, Limits, SandboxSpec
+from sandlot.domain.errors import DiskFull, RuntimeUnavailable, SandboxStateError
+from sandlot.runtime.base import ExecRequest, ExecResult, Limits, SandboxSpec
 from sandlot.runtime.docker import DockerRuntime
 from tests.conftest import BUSYBOX, PYTHON
 
@@ -101,3 +103,192 @@ async def test_read_only_root_keeps_a_writable_workspace(docker_runtime: DockerR
         assert b"ok\ntmp\n" in res.stdout
     finally:
         await docker_runtime.remove(ref)
+
+
+@pytest.fixture
+async def box(docker_runtime: DockerRuntime) -> AsyncIterator[str]:
+    ref = await docker_runtime.create(
+        SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX, limits=Limits(disk_mb=64))
+    )
+    yield ref
+    await docker_runtime.remove(ref)
+
+
+async def _sh(runtime: DockerRuntime, ref: str, command: str) -> ExecResult:
+    return await runtime.exec(ref, ExecRequest(command, timeout=30))
+
+
+async def test_reset_leaves_nothing_of_the_session(docker_runtime: DockerRuntime, box: str) -> None:
+    # the report: files in /tmp, /dev/shm and the root filesystem reached the next session
+    planted = (
+        "echo a > /tmp/a; mkdir -p /tmp/d/e && chmod 555 /tmp/d; echo b > /dev/shm/b; "
+        "echo c > /workspace/c; mkdir /workspace/ro && chmod 000 /workspace/ro; "
+        "echo q > /dev/mqueue/q 2>/dev/null; (sleep 3000 &); true"
+    )
+    assert (await _sh(docker_runtime, box, planted)).exit_code == 0
+    await docker_runtime.reset(box, "/workspace")
+    left = await _sh(docker_runtime, box, "ls -A /tmp /dev/shm /workspace /dev/mqueue; ps -o args")
+    listing = left.stdout.decode()
+    for name in ("a\n", "d\n", "b\n", "c\n", "ro\n", "q\n", "sleep 3000"):
+        assert name not in listing, listing
+
+
+@pytest.fixture(scope="module")
+async def scratch_image(docker_runtime: DockerRuntime) -> AsyncIterator[str]:
+    """The busybox image plus a world-writable /scratch (a place no reset empties)."""
+    name = "sandlot-test/scratch:latest"
+    base = await docker_runtime.docker.containers.create(
+        {"Image": BUSYBOX, "User": "0", "Cmd": ["/bin/sh", "-c", "mkdir -m 1777 /scratch"]}
+    )
+    try:
+        await base.start()
+        await base.wait()
+        await base.commit(repository="sandlot-test/scratch", tag="latest", config={"User": "1000:1000"})
+    finally:
+        await base.delete(force=True)
+    yield name
+    await docker_runtime.docker.images.delete(name, force=True)
+
+
+async def test_a_reset_that_cannot_prove_a_clean_slate_fails(
+    docker_runtime: DockerRuntime, scratch_image: str
+) -> None:
+    # the sandbox user can write outside the places a reset empties: the engine's record of
+    # what changed shows what a session left there, so the sandbox is not handed on (the
+    # pool replaces it); an image without such places is trusted to the reset alone
+    ref = await docker_runtime.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", scratch_image))
+    try:
+        await docker_runtime.reset(ref, "/workspace")  # nothing written yet: clean
+        assert (await _sh(docker_runtime, ref, "echo left > /scratch/behind")).exit_code == 0
+        with pytest.raises(SandboxStateError, match="/scratch/behind"):
+            await docker_runtime.reset(ref, "/workspace")
+    finally:
+        await docker_runtime.remove(ref)
+
+
+async def test_the_disk_limit_holds_everywhere_and_the_sandbox_stays_usable(
+    docker_runtime: DockerRuntime, box: str
+) -> None:
+    assert docker_runtime.disk_limits, "the test engine must size layers (scripts/ensure-docker.sh)"
+    for where in ("/workspace/fill", "/tmp/fill"):
+        res = await _sh(
+            docker_runtime, box, f"dd if=/dev/zero of={where} bs=1M count=100 2>&1; rm -f {where}"
+        )
+        assert res.exit_code == 0 and b"quota exceeded" in res.stdout.lower(), res.stdout
+    res = await _sh(docker_runtime, box, "dd if=/dev/zero of=/dev/shm/fill bs=1M count=100 2>&1")
+    assert b"No space left" in res.stdout  # /dev/shm is a 64 MB tmpfs
+    await _sh(docker_runtime, box, "rm -f /dev/shm/fill")
+
+    async def big() -> AsyncIterator[bytes]:
+        for _ in range(100):
+            yield b"\0" * (1 << 20)
+
+    with pytest.raises(DiskFull):
+        await docker_runtime.write_file(box, "/workspace/big", "/workspace", big(), 100 << 20)
+    after = await _sh(docker_runtime, box, "echo still usable > /workspace/ok && cat /workspace/ok")
+    assert after.stdout == b"still usable\n"
+
+
+async def test_an_unreachable_engine_is_runtime_unavailable(tmp_path: Path) -> None:
+    # the report: no socket raised AssertionError (auto never fell back); a dead engine
+    # during a command was a 500
+    missing = DockerRuntime(f"unix://{tmp_path}/no-docker.sock", instance="nowhere")
+    try:
+        with pytest.raises(RuntimeUnavailable):
+            await missing.ping()
+        with pytest.raises(RuntimeUnavailable):
+            await missing.exec("sandlot-nothing", ExecRequest("true"))
+        with pytest.raises(RuntimeUnavailable):
+            await missing.reset("sandlot-nothing", "/workspace")
+        with pytest.raises(RuntimeUnavailable):
+            await missing.is_running("sandlot-nothing")
+    finally:
+        await missing.close()
+
+
+async def test_a_process_named_to_look_like_the_containers_own_is_killed_by_the_reset(
+    docker_runtime: DockerRuntime, box: str
+) -> None:
+    # the review: a command name with ") S 0 1 1" and a newline made the reset's /proc parsing
+    # take it for the container's own session 1, so it survived and read the next session
+    spy = "setsid sh -c 'printf \"x) S 0 1 1\\n\" > /proc/self/comm; while :; do sleep 1; done' &"
+    assert (await _sh(docker_runtime, box, f"({spy}); sleep 0.3; true")).exit_code == 0
+    await docker_runtime.reset(box, "/workspace")
+    left = await _sh(docker_runtime, box, "for f in /proc/[0-9]*/comm; do cat $f; done")
+    assert b"x) S 0 1 1" not in left.stdout
+
+
+async def test_the_containers_own_processes_are_root_and_out_of_the_sandbox_users_reach(
+    docker_runtime: DockerRuntime, box: str
+) -> None:
+    res = await _sh(docker_runtime, box, "stat -c %u /proc/1; id -u; kill -0 1 2>&1; echo rc=$?")
+    lines = res.stdout.decode().splitlines()
+    assert lines[0] == "0" and lines[1] == "1000" and "rc=1" in lines[-1], res.stdout
+
+
+async def test_a_sandbox_environment_cannot_replace_the_tools_a_reset_uses(
+    docker_runtime: DockerRuntime,
+) -> None:
+    # the review: PATH=/workspace/bin:... in the sandbox's environment, fake find and ls, and
+    # the reset "passed" with the session's files still there
+    ref = await docker_runtime.create(
+        SandboxSpec(
+            f"sbx_{secrets.token_hex(8)}",
+            "ten_test",
+            BUSYBOX,
+            env={"PATH": "/workspace/bin:/usr/bin:/bin", "LD_PRELOAD": "/workspace/x.so"},
+        )
+    )
+    try:
+        fakes = "mkdir bin && for t in find ls rm chmod; do printf '#!/bin/sh\\nexit 0\\n' > bin/$t; done"
+        assert (
+            await _sh(docker_runtime, ref, f"{fakes} && chmod +x bin/* && echo left > /tmp/left")
+        ).exit_code == 0
+        await docker_runtime.reset(ref, "/workspace")
+        assert (await _sh(docker_runtime, ref, "ls -A /workspace /tmp")).stdout == b"/tmp:\n\n/workspace:\n"
+    finally:
+        await docker_runtime.remove(ref)
+
+
+async def test_the_reset_restores_the_workspace_itself(docker_runtime: DockerRuntime, box: str) -> None:
+    await _sh(docker_runtime, box, "echo x > /workspace/f; chmod 000 /workspace")
+    await docker_runtime.reset(box, "/workspace")
+    assert (await _sh(docker_runtime, box, "stat -c %a /workspace; ls -A /workspace")).stdout == b"755\n"
+
+
+async def test_a_read_only_root_keeps_the_disk_limit(docker_runtime: DockerRuntime) -> None:
+    ref = await docker_runtime.create(
+        SandboxSpec(
+            f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX, read_only_root=True, limits=Limits(disk_mb=16)
+        )
+    )
+    try:
+        command = (
+            "echo ok > /workspace/k; dd if=/dev/zero of=/workspace/f bs=1M count=64 2>&1; rm /workspace/f"
+        )
+        res = await _sh(docker_runtime, ref, command)
+        assert b"No space left" in res.stdout
+
+        chunks = [c async for c in docker_runtime.export_workspace(ref, "/workspace", 1 << 30)]
+        assert b"ok\n" in b"".join(chunks)  # exported from memory too
+    finally:
+        await docker_runtime.remove(ref)
+
+
+async def test_sandboxes_with_network_cannot_reach_each_other(docker_runtime: DockerRuntime) -> None:
+    refs = [
+        await docker_runtime.create(
+            SandboxSpec(f"sbx_{secrets.token_hex(8)}", f"ten_{n}", BUSYBOX, network=True)
+        )
+        for n in ("a", "b")
+    ]
+    try:
+        info = await docker_runtime.docker.containers.container(refs[0]).show()
+        address = next(iter(info["NetworkSettings"]["Networks"].values()))["IPAddress"]
+        assert address
+        await _sh(docker_runtime, refs[0], "(nc -l -p 8000 -e echo hello &) ; sleep 0.2; true")
+        probe = await _sh(docker_runtime, refs[1], f"echo | nc -w 3 {address} 8000; echo rc=$?")
+        assert b"hello" not in probe.stdout, probe
+    finally:
+        for ref in refs:
+            await docker_runtime.remove(ref)

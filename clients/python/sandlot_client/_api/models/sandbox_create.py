@@ -25,6 +25,7 @@ class SandboxCreate:
     """ 
         Attributes:
             cpus (float | None | Unset):
+            disk_mb (int | None | Unset):
             env (list[str] | Unset):
             image (None | str | Unset):
             memory_mb (int | None | Unset):
@@ -35,6 +36,7 @@ class SandboxCreate:
      """
 
     cpus: float | None | Unset = UNSET
+    disk_mb: int | None | Unset = UNSET
     env: list[str] | Unset = UNSET
     image: None | str | Unset = UNSET
     memory_mb: int | None | Unset = UNSET
@@ -54,6 +56,12 @@ class SandboxCreate:
             cpus = UNSET
         else:
             cpus = self.cpus
+
+        disk_mb: int | None | Unset
+        if isinstance(self.disk_mb, Unset):
+            disk_mb = UNSET
+        else:
+            disk_mb = self.disk_mb
 
         env: list[str] | Unset = UNSET
         if not isinstance(self.env, Unset):
@@ -100,6 +108,8 @@ class SandboxCreate:
         })
         if cpus is not UNSET:
             field_dict["cpus"] = cpus
+        if disk_mb is not UNSET:
+            field_dict["disk_mb"] = disk_mb
         if env is not UNSET:
             field_dict["env"] = env
         if image is not UNSET:
@@ -130,6 +140,16 @@ class SandboxCreate:
             return cast(float | None | Unset, data)
 
         cpus = _parse_cpus(d.pop("cpus", UNSET))
+
+
+        def _parse_disk_mb(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        disk_mb = _parse_disk_mb(d.pop("disk_mb", UNSET))
 
 
         _env = d.pop("env", UNSET)
@@ -191,6 +211,7 @@ class SandboxCreate:
 
         sandbox_create = cls(
             cpus=cpus,
+            disk_mb=disk_mb,
             env=env,
             image=image,
             memory_mb=memory_mb,

@@ -26,6 +26,7 @@ class SandboxOut:
         Attributes:
             cpus (float):
             created_at (datetime.datetime):
+            disk_mb (int | None):
             environment_id (None | str):
             expires_at (datetime.datetime | None):
             id (str):
@@ -45,6 +46,7 @@ class SandboxOut:
 
     cpus: float
     created_at: datetime.datetime
+    disk_mb: int | None
     environment_id: None | str
     expires_at: datetime.datetime | None
     id: str
@@ -70,6 +72,9 @@ class SandboxOut:
         cpus = self.cpus
 
         created_at = self.created_at.isoformat()
+
+        disk_mb: int | None
+        disk_mb = self.disk_mb
 
         environment_id: None | str
         environment_id = self.environment_id
@@ -114,6 +119,7 @@ class SandboxOut:
         field_dict.update({
             "cpus": cpus,
             "created_at": created_at,
+            "disk_mb": disk_mb,
             "environment_id": environment_id,
             "expires_at": expires_at,
             "id": id,
@@ -143,6 +149,14 @@ class SandboxOut:
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
 
+
+
+        def _parse_disk_mb(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        disk_mb = _parse_disk_mb(d.pop("disk_mb"))
 
 
         def _parse_environment_id(data: object) -> None | str:
@@ -215,6 +229,7 @@ class SandboxOut:
         sandbox_out = cls(
             cpus=cpus,
             created_at=created_at,
+            disk_mb=disk_mb,
             environment_id=environment_id,
             expires_at=expires_at,
             id=id,

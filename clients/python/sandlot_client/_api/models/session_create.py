@@ -32,7 +32,8 @@ class SessionCreate:
             feature (None | str | Unset):
             image (None | str | Unset):
             manifest (list[ManifestEntry] | Unset):
-            session_id (None | str | Unset):
+            session_id (None | str | Unset): Your own id for the session, unique within your tenant; every /v1/sessions/{id}
+                route accepts it in place of the service's id.
             snapshot_id (None | str | Unset): Start with the workspace (and shell state) of this snapshot.
      """
 

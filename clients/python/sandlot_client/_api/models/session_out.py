@@ -39,6 +39,7 @@ class SessionOut:
             state (SessionOutState):
             status (str):
             tenant_id (str):
+            client_ref (None | str | Unset): The id the client chose at start (`session_id`); usable in place of `id`.
             warm (bool | None | Unset):
      """
 
@@ -54,6 +55,7 @@ class SessionOut:
     state: SessionOutState
     status: str
     tenant_id: str
+    client_ref: None | str | Unset = UNSET
     warm: bool | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -96,6 +98,12 @@ class SessionOut:
 
         tenant_id = self.tenant_id
 
+        client_ref: None | str | Unset
+        if isinstance(self.client_ref, Unset):
+            client_ref = UNSET
+        else:
+            client_ref = self.client_ref
+
         warm: bool | None | Unset
         if isinstance(self.warm, Unset):
             warm = UNSET
@@ -119,6 +127,8 @@ class SessionOut:
             "status": status,
             "tenant_id": tenant_id,
         })
+        if client_ref is not UNSET:
+            field_dict["client_ref"] = client_ref
         if warm is not UNSET:
             field_dict["warm"] = warm
 
@@ -201,6 +211,16 @@ class SessionOut:
 
         tenant_id = d.pop("tenant_id")
 
+        def _parse_client_ref(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        client_ref = _parse_client_ref(d.pop("client_ref", UNSET))
+
+
         def _parse_warm(data: object) -> bool | None | Unset:
             if data is None:
                 return data
@@ -224,6 +244,7 @@ class SessionOut:
             state=state,
             status=status,
             tenant_id=tenant_id,
+            client_ref=client_ref,
             warm=warm,
         )
 

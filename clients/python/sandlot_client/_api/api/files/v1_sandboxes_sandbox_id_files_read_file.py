@@ -40,10 +40,9 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> str | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | None:
     if response.status_code == 200:
-        response_200 = cast(str, response.content)
-        return response_200
+        return None
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -51,7 +50,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[str]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -66,7 +65,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     path: str,
 
-) -> Response[str]:
+) -> Response[Any]:
     """ Read the file at ?path= in the workspace
 
     Args:
@@ -78,7 +77,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[str]
+        Response[Any]
      """
 
 
@@ -94,34 +93,6 @@ path=path,
 
     return _build_response(client=client, response=response)
 
-def sync(
-    sandbox_id: str,
-    *,
-    client: AuthenticatedClient | Client,
-    path: str,
-
-) -> str | None:
-    """ Read the file at ?path= in the workspace
-
-    Args:
-        sandbox_id (str):
-        path (str):
-
-    Raises:
-        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
-        httpx.TimeoutException: If the request takes longer than Client.timeout.
-
-    Returns:
-        str
-     """
-
-
-    return sync_detailed(
-        sandbox_id=sandbox_id,
-client=client,
-path=path,
-
-    ).parsed
 
 async def asyncio_detailed(
     sandbox_id: str,
@@ -129,7 +100,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     path: str,
 
-) -> Response[str]:
+) -> Response[Any]:
     """ Read the file at ?path= in the workspace
 
     Args:
@@ -141,7 +112,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[str]
+        Response[Any]
      """
 
 
@@ -157,31 +128,3 @@ path=path,
 
     return _build_response(client=client, response=response)
 
-async def asyncio(
-    sandbox_id: str,
-    *,
-    client: AuthenticatedClient | Client,
-    path: str,
-
-) -> str | None:
-    """ Read the file at ?path= in the workspace
-
-    Args:
-        sandbox_id (str):
-        path (str):
-
-    Raises:
-        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
-        httpx.TimeoutException: If the request takes longer than Client.timeout.
-
-    Returns:
-        str
-     """
-
-
-    return (await asyncio_detailed(
-        sandbox_id=sandbox_id,
-client=client,
-path=path,
-
-    )).parsed

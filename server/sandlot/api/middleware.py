@@ -1,0 +1,58 @@
+"""ASGI middleware that refuses what no route may see.
+
+A NUL byte in a path or query string can name nothing here, and PostgreSQL refuses it in any
+text value, so it is answered with a 422 before routing (a WebSocket is closed with 1008).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from litestar.types import ASGIApp, HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
+
+__all__ = ["RefuseNul"]
+
+
+def _has_nul(scope: Scope) -> str | None:
+    if "\x00" in scope.get("path", ""):
+        return "path"
+    query = scope.get("query_string", b"")
+    if query and b"\x00" in unquote_to_bytes(query):
+        return "query"
+    return None
+
+
+class RefuseNul:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        where = _has_nul(scope) if scope["type"] in ("http", "websocket") else None
+        if where is None:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": "NUL byte"})
+            return
+        body: dict[str, Any] = {
+            "type": "https://sandlot.dev/errors/validation_error",
+            "title": "validation error",
+            "status": 422,
+            "code": "validation_error",
+            "detail": f"the {where} contains a NUL byte",
+            "errors": [{"field": where, "message": "contains a NUL byte"}],
+        }
+        data = json.dumps(body).encode()
+        start: HTTPResponseStartEvent = {
+            "type": "http.response.start",
+            "status": 422,
+            "headers": [
+                (b"content-type", b"application/problem+json"),
+                (b"content-length", str(len(data)).encode()),
+            ],
+        }
+        await send(start)
+        body_event: HTTPResponseBodyEvent = {"type": "http.response.body", "body": data, "more_body": False}
+        await send(body_event)

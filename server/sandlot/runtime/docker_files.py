@@ -1,0 +1,246 @@
+"""Files and workspace archives of the Docker runtime.
+
+Reads, writes and unpacking run inside the container as the sandbox user, through the programs
+of :mod:`sandlot.runtime.file_scripts`, with the bytes streamed over the exec's stdin or stdout:
+the sandbox's permissions hold, no name can steer them outside the workspace, and nothing is
+held whole in the server's memory. Exporting uses the engine's archive endpoint (it reads what
+the sandbox user cannot, and never follows links), streamed through
+:func:`archives.strip_first_component`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING
+
+from sandlot.domain.errors import (
+    DiskFull,
+    InvalidInput,
+    PathOutsideWorkspace,
+    PayloadTooLarge,
+    SandboxStateError,
+)
+from sandlot.runtime.archives import ArchiveReport, strip_first_component
+from sandlot.runtime.base import FileStream
+from sandlot.runtime.bridge import CHUNK, transform
+from sandlot.runtime.docker_streams import engine, send_stdin
+from sandlot.runtime.file_scripts import FILE_READ, FILE_WRITE, FIX_MODES, IMPORT_CHECK, file_error, octal
+from sandlot.runtime.output import CappedBuffer
+
+if TYPE_CHECKING:
+    from aiodocker.stream import Stream
+
+    from sandlot.runtime.docker import DockerRuntime
+
+__all__ = ["export_workspace", "import_workspace", "read_file", "write_file"]
+
+_HEADER_MAX = 32
+_FINISH_SECONDS = 120.0  # after its input ended, a program of ours has this long to finish
+_OPEN_SECONDS = 30.0  # a file being read must start coming within this
+_ARGV_BUDGET = 96 * 1024  # bytes of paths per helper exec (well under ARG_MAX)
+
+
+def _relative(path: str, workspace: str) -> str:
+    root = workspace.rstrip("/")
+    if path == root:
+        return ""
+    if not path.startswith(root + "/"):
+        raise PathOutsideWorkspace(f"path {path!r} is outside the workspace", path=path)
+    return path[len(root) + 1 :]
+
+
+def _disk_full(text: str) -> bool:
+    lowered = text.lower()
+    return "no space left" in lowered or "quota exceeded" in lowered
+
+
+async def _drain(stream: Stream, out: CappedBuffer | None, err: CappedBuffer) -> None:
+    with engine("exec"):
+        while (msg := await stream.read_out()) is not None:
+            if msg.stream == 1:
+                if out is not None:
+                    out.write(msg.data)
+            else:
+                err.write(msg.data)
+
+
+async def _feed_and_wait(
+    rt: DockerRuntime, exe: object, stream: Stream, data: AsyncIterable[bytes], out: CappedBuffer | None
+) -> tuple[int | None, bytes]:
+    """Send ``data`` to the program's stdin while collecting its output; its exit code and
+    stderr. A failing ``data`` (a client that went away, a body over its limit) half-closes
+    stdin so the program sees a short input and cleans up, then raises."""
+    err = CappedBuffer(1 << 14)
+    reader = asyncio.ensure_future(_drain(stream, out, err))
+    try:
+        try:
+            await send_stdin(stream, data)  # half-closes stdin however it ends
+        except BaseException:
+            with contextlib.suppress(Exception):  # let the program see the short input and clean up
+                await asyncio.wait_for(asyncio.shield(reader), timeout=30)
+            raise
+        try:  # something in the sandbox may hold a program of ours: it is given up, not awaited
+            await asyncio.wait_for(asyncio.shield(reader), timeout=_FINISH_SECONDS)
+        except TimeoutError as exc:
+            raise InvalidInput("the file operation did not finish in the sandbox") from exc
+    finally:
+        reader.cancel()
+        await stream.close()
+    return await rt.exit_code(exe), err.getvalue()
+
+
+async def write_file(
+    rt: DockerRuntime, ref: str, path: str, workspace: str, data: AsyncIterable[bytes], size: int
+) -> None:
+    argv = ["/bin/sh", "-c", FILE_WRITE, "sh", workspace, octal(_relative(path, workspace)), str(size)]
+    exe, stream = await rt.attach(ref, argv, stdin=True, helper=True)
+    code, err = await _feed_and_wait(rt, exe, stream, data, None)
+    if code != 0:
+        raise file_error(code, path, err)
+
+
+async def read_file(rt: DockerRuntime, ref: str, path: str, workspace: str, limit: int) -> FileStream:
+    argv = ["/bin/sh", "-c", FILE_READ, "sh", workspace, octal(_relative(path, workspace)), str(limit)]
+    exe, stream = await rt.attach(ref, argv, helper=True)
+    header = bytearray()
+    err = CappedBuffer(1 << 14)
+    try:
+        async with asyncio.timeout(_OPEN_SECONDS):  # a FIFO swapped in can hold the open
+            with engine("read"):
+                while b"\n" not in header and len(header) <= _HEADER_MAX:
+                    msg = await stream.read_out()
+                    if msg is None:
+                        break
+                    if msg.stream == 1:
+                        header.extend(msg.data)
+                    else:
+                        err.write(msg.data)
+    except TimeoutError as exc:
+        await stream.close()
+        raise InvalidInput(f"{path!r} could not be opened in time", path=path) from exc
+    except BaseException:
+        await stream.close()
+        raise
+    line, newline, rest = bytes(header).partition(b"\n")
+    if not (newline and line.startswith(b"K") and line[1:].isdigit()):
+        await _drain(stream, None, err)
+        await stream.close()
+        raise file_error(await rt.exit_code(exe), path, err.getvalue())
+
+    return FileStream(int(line[1:]), _stdout(stream, rest))
+
+
+async def _stdout(stream: Stream, first: bytes = b"") -> AsyncIterator[bytes]:
+    """What a program writes to stdout (after ``first``), as it comes; closing the stream when
+    the reading ends, however it ends."""
+    try:
+        if first:
+            yield first
+        with engine("read"):
+            while (msg := await stream.read_out()) is not None:
+                if msg.stream == 1 and msg.data:
+                    yield bytes(msg.data)
+    finally:
+        await stream.close()
+
+
+async def _estimate(rt: DockerRuntime, ref: str, workspace: str) -> int:
+    """The workspace's size on disk in bytes, as far as the sandbox user can see it (0 when
+    nothing runs there to ask: a stopped container's files can still be exported)."""
+    argv = ["/bin/sh", "-c", 'du -s -k "$1" 2>/dev/null', "sh", workspace]
+    try:
+        res = await rt.run_quick(ref, argv, limit_s=120)
+    except SandboxStateError:
+        return 0
+    first = res.stdout.split(b"\t", 1)[0].strip()
+    return int(first) * 1024 if first.isdigit() else 0
+
+
+async def export_workspace(rt: DockerRuntime, ref: str, workspace: str, limit: int) -> AsyncIterator[bytes]:
+    if await _estimate(rt, ref, workspace) > limit:
+        raise PayloadTooLarge(f"the workspace is larger than {limit} bytes", limit=limit)
+
+    async def from_engine() -> AsyncIterator[bytes]:
+        with engine("archive"):
+            async with rt.docker._query(
+                f"containers/{ref}/archive", method="GET", params={"path": workspace}
+            ) as resp:
+                async for chunk in resp.content.iter_chunked(CHUNK):
+                    yield chunk
+
+    if (await rt.facts(ref)).memory_workspace:
+        # a workspace in memory (read-only root): the engine's endpoint does not see into it
+        parent, _, name = workspace.rstrip("/").rpartition("/")
+        argv = ["/bin/sh", "-c", 'cd -P -- "$1" && exec tar -c -f - "$2"', "sh", parent or "/", name]
+        raw = _stdout((await rt.attach(ref, argv, helper=True))[1])
+    else:
+        raw = from_engine()
+    sent = 0
+    async for chunk in transform(raw, strip_first_component):
+        sent += len(chunk)
+        if sent > limit + (1 << 20):  # the headers are not in the estimate
+            raise PayloadTooLarge(f"the workspace archive passed {limit} bytes", limit=limit)
+        yield chunk
+
+
+async def _check_links(rt: DockerRuntime, ref: str, workspace: str, report: ArchiveReport) -> None:
+    """Refuse the archive when a link already in the workspace would lead one of its members
+    outside. Only the deepest directories are walked: walking them passes the others."""
+    parents = sorted(report.parents)
+    deepest = [
+        p for i, p in enumerate(parents) if not (i + 1 < len(parents) and parents[i + 1].startswith(p + "/"))
+    ]
+    for batch in _batches([[d] for d in deepest]):
+        args = [octal(d) for d in batch]
+        res = await rt.run_quick(ref, ["/bin/sh", "-c", IMPORT_CHECK, "sh", workspace, *args], limit_s=120)
+        if res.exit_code == 0:
+            continue
+        index = res.stdout.strip()
+        where = batch[int(index)] if index.isdigit() and int(index) < len(batch) else "?"
+        if res.exit_code in (10, 16):
+            raise PathOutsideWorkspace(
+                f"the archive's directory {where!r} leads outside the workspace through a link there",
+                path=where[:200],
+            )
+        raise file_error(res.exit_code, where, res.stderr)
+
+
+def _batches(groups: list[list[str]]) -> list[list[str]]:
+    """Arguments for as few helper execs as the argv budget allows (a group stays whole)."""
+    out: list[list[str]] = [[]]
+    used = 0
+    for group in groups:
+        size = sum(len(arg.encode(errors="surrogateescape")) + 1 for arg in group)
+        if out[-1] and used + size > _ARGV_BUDGET:
+            out.append([])
+            used = 0
+        out[-1].extend(group)
+        used += size
+    return [b for b in out if b]
+
+
+async def import_workspace(
+    rt: DockerRuntime,
+    ref: str,
+    workspace: str,
+    archive: AsyncIterable[bytes],
+    report: ArchiveReport,
+    *,
+    check_links: bool,
+) -> None:
+    if check_links and report.parents:
+        await _check_links(rt, ref, workspace, report)
+    script = 'cd -P -- "$1" || exit 20; umask 000; exec tar -x -f -'
+    exe, stream = await rt.attach(ref, ["/bin/sh", "-c", script, "sh", workspace], stdin=True, helper=True)
+    code, err = await _feed_and_wait(rt, exe, stream, archive, None)
+    if code != 0:
+        text = err.decode(errors="replace").strip()[-300:]
+        if _disk_full(text):
+            raise DiskFull("no space left in the sandbox while unpacking the archive")
+        raise InvalidInput(f"could not unpack the archive: {text}", field="archive")
+    fixups = report.fixups()
+    if fixups:
+        for batch in _batches([[f"{mode:o}", octal(name)] for name, mode in fixups]):
+            await rt.run_quick(ref, ["/bin/sh", "-c", FIX_MODES, "sh", workspace, *batch], limit_s=120)

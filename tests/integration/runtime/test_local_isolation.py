@@ -1,0 +1,169 @@
+"""What a local sandbox (bubblewrap, the service running as root) can and cannot do to this
+host: it runs as a host user of its own, reaches nothing of the service's, and its tricks
+with links in its own workspace get it nothing (the review's findings, each reproduced)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import secrets
+import signal
+import tarfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sandlot.domain.errors import InvalidInput
+from sandlot.runtime.base import ExecRequest, SandboxSpec
+from sandlot.runtime.local import LocalRuntime
+from sandlot.runtime.local_procs import processes_of
+from tests.conftest import BUSYBOX
+
+WS = "/workspace"
+
+
+@pytest.fixture
+async def ref(local_runtime: LocalRuntime) -> AsyncIterator[str]:
+    ref = await local_runtime.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX))
+    yield ref
+    await local_runtime.remove(ref)
+
+
+async def sh(runtime: LocalRuntime, ref: str, command: str, timeout: float = 30) -> bytes:
+    res = await runtime.exec(ref, ExecRequest(command, timeout=timeout))
+    return res.stdout + res.stderr
+
+
+def _host_user(runtime: LocalRuntime, ref: str) -> int:
+    return int(runtime._meta(ref)["uid"])  # type: ignore[call-overload]
+
+
+async def test_each_sandbox_is_its_own_unprivileged_host_user(local_runtime: LocalRuntime, ref: str) -> None:
+    other = await local_runtime.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX))
+    try:
+        uid, other_uid = _host_user(local_runtime, ref), _host_user(local_runtime, other)
+        assert uid != other_uid and min(uid, other_uid) >= 200_000
+        assert (await sh(local_runtime, ref, "id -u")).strip() == str(uid).encode()
+        assert (await sh(local_runtime, ref, "echo x > mine; ls -ln mine")).split()[2] == str(uid).encode()
+    finally:
+        await local_runtime.remove(other)
+
+
+async def test_a_sandbox_cannot_signal_this_hosts_processes(local_runtime: LocalRuntime, ref: str) -> None:
+    # the review: the sandbox's user was this host's root, so it could kill the service
+    victim = await asyncio.create_subprocess_exec("sleep", "300")
+    try:
+        said = await sh(local_runtime, ref, f"kill -9 {victim.pid} 2>&1; echo rc=$?")
+        assert b"rc=1" in said, said
+        assert victim.returncode is None
+    finally:
+        victim.send_signal(signal.SIGKILL)
+        await victim.wait()
+
+
+async def test_the_reset_kills_what_escaped_the_command_tree(local_runtime: LocalRuntime, ref: str) -> None:
+    marker = f"sleep {secrets.randbelow(9000) + 1000}"
+    await sh(local_runtime, ref, f"setsid sh -c '{marker}' >/dev/null 2>&1 & sleep 0.2")
+    uid = _host_user(local_runtime, ref)
+    assert processes_of(uid)
+    await local_runtime.reset(ref, WS)
+    assert not processes_of(uid)
+
+
+async def test_the_process_limit_holds(local_runtime: LocalRuntime) -> None:
+    from sandlot.runtime.base import Limits
+
+    ref = await local_runtime.create(
+        SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX, limits=Limits(pids=16))
+    )
+    try:
+        said = await sh(local_runtime, ref, "for i in $(seq 40); do sleep 5 & done 2>&1; wait; echo done")
+        assert b"fork" in said.lower() or b"resource" in said.lower(), said
+    finally:
+        await local_runtime.remove(ref)
+
+
+async def test_network_access_is_refused(local_runtime: LocalRuntime) -> None:
+    with pytest.raises(InvalidInput, match="network"):
+        await local_runtime.create(
+            SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX, network=True)
+        )
+
+
+async def test_the_data_directory_is_the_services_alone(local_runtime: LocalRuntime, ref: str) -> None:
+    assert (local_runtime._root.stat().st_mode & 0o777) == 0o700
+    assert ((local_runtime._root / ref).stat().st_mode & 0o777) == 0o700
+
+
+async def test_an_export_does_not_follow_a_directory_swapped_for_a_link(
+    local_runtime: LocalRuntime, ref: str, tmp_path: Path
+) -> None:
+    # the review: swapping a directory for a link to a host directory while the export ran
+    # put a root-only host file into the archive
+    secret = tmp_path / "hostsecret"
+    secret.mkdir()
+    (secret / "secret.txt").write_text("host only")
+    swapper = (
+        "import ctypes, os, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "os.makedirs('d', exist_ok=True); open('d/mine.txt', 'w').write('mine')\n"
+        f"os.symlink({str(secret)!r}, 's')\n"
+        "end = time.time() + 8\n"
+        "while time.time() < end:\n"
+        "    libc.renameat2(-100, b'd', -100, b's', 2)\n"  # RENAME_EXCHANGE
+        "    time.sleep(0.001)\n"
+    )
+    running = asyncio.ensure_future(
+        local_runtime.exec(ref, ExecRequest(["python3", "-c", swapper], timeout=20))
+    )
+    await asyncio.sleep(0.5)
+    try:
+        for _ in range(20):
+            archive = b"".join([c async for c in local_runtime.export_workspace(ref, WS, 1 << 30)])
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                for member in tar:
+                    if member.isfile():
+                        data = tar.extractfile(member)
+                        assert data is not None and b"host only" not in data.read(), member.name
+    finally:
+        await running
+
+
+async def test_a_write_never_sets_a_mode_through_a_link(
+    local_runtime: LocalRuntime, ref: str, tmp_path: Path
+) -> None:
+    # the review: the upload's temporary name, swapped for a link while the body streamed,
+    # made the service chmod a host file (to the old file's mode, setuid included)
+    target = tmp_path / "target"
+    target.write_text("host file")
+    target.chmod(0o600)
+    await sh(local_runtime, ref, "echo x > f && chmod 4777 f")
+    swapper = (
+        "import glob, os, time\n"
+        "end = time.time() + 6\n"
+        "while time.time() < end:\n"
+        "    for t in glob.glob('.sandlot-upload-*'):\n"
+        "        try:\n"
+        "            os.unlink(t)\n"
+        f"            os.symlink({str(target)!r}, t)\n"
+        "        except OSError:\n"
+        "            pass\n"
+    )
+    running = asyncio.ensure_future(
+        local_runtime.exec(ref, ExecRequest(["python3", "-c", swapper], timeout=20))
+    )
+    await asyncio.sleep(0.3)
+
+    async def slowly() -> AsyncIterator[bytes]:
+        for _ in range(10):
+            yield b"x" * 100
+            await asyncio.sleep(0.2)
+
+    try:
+        with pytest.raises(Exception):  # noqa: B017 - the write may or may not go through
+            await local_runtime.write_file(ref, f"{WS}/f", WS, slowly(), 1000)
+            raise RuntimeError("written")
+    finally:
+        await running
+    assert (target.stat().st_mode & 0o7777) == 0o600 and target.read_text() == "host file"
