@@ -22,3 +22,16 @@ ensure_uv() {
     python3 -m pip install -q uv
   fi
 }
+
+uv_binary() {
+  # The uv executable itself (not a shim script that only works on this host).
+  local candidate
+  for candidate in "$(command -v uv)" "$(pyenv which uv 2>/dev/null || true)" \
+      "$HOME/.local/bin/uv" "$HOME/.cargo/bin/uv" /usr/local/bin/uv /usr/bin/uv; do
+    if [ -n "$candidate" ] && [ -f "$candidate" ] && [ "$(head -c 4 "$candidate")" = $'\x7fELF' ]; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  python3 -c 'import uv; print(uv.find_uv_bin())'
+}

@@ -81,42 +81,16 @@ def main() -> None:
 @click.option("--workers", type=int, default=None, help="Worker processes (SANDLOT_WORKERS).")
 @json_option
 def serve(host: str | None, port: int | None, workers: int | None, as_json: bool) -> None:
-    """Migrate the store, create the first operator key if none exists, and serve."""
+    """Migrate the store, choose the runtime, serve; once the service answers, create the
+    first operator key if none exists and print the address (and that key)."""
     import os
 
-    from granian import Granian
+    from sandlot.startup import serve as start
 
     for name, value in (("HOST", host), ("PORT", port), ("WORKERS", workers)):
         if value is not None:
             os.environ[f"SANDLOT_{name}"] = str(value)
-    settings = Settings()
-
-    async def prepare(s: Settings) -> str | None:
-        async def bootstrap(accounts: Any) -> str | None:
-            created = await accounts.bootstrap() if s.bootstrap_operator_key else None
-            return created.plaintext if created else None
-
-        return await _accounts(s, bootstrap)  # migrates, then bootstraps
-
-    key = _run(prepare)
-    url = f"http://{settings.host}:{settings.port}"
-    info = {"url": url, "docs": f"{url}/openapi", "operator_key": key}
-    if as_json:
-        click.echo(json.dumps(info))
-    else:
-        click.echo(f"Sandlot listening on {url}  (API docs: {url}/openapi)")
-        if key:
-            click.echo(f"Operator key (shown once, keep it): {key}")
-    sys.stdout.flush()
-    Granian(
-        "sandlot.cli:app_factory",
-        address=settings.host,
-        port=settings.port,
-        interface="asgi",  # type: ignore[arg-type]
-        factory=True,
-        workers=settings.workers,
-        log_access=False,
-    ).serve()
+    start(Settings(), as_json=as_json)
 
 
 @main.command()

@@ -28,6 +28,7 @@ def test_compose_wires_sandlot_to_the_collector_and_the_collector_to_jaeger() ->
     assert env["SANDLOT_OTEL_ENDPOINT"] == "http://otel-collector:4318"
     assert "@postgres:5432/" in env["SANDLOT_DATABASE_URL"]
     assert "/var/run/docker.sock:/var/run/docker.sock" in services["sandlot"]["volumes"]
+    assert services["sandlot"]["build"]["context"] == "." and (ROOT / "Dockerfile").is_file()
 
     mount = next(v for v in services["otel-collector"]["volumes"] if v.startswith("./deploy/"))
     source, target = mount.split(":")[:2]

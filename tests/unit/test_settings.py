@@ -30,3 +30,9 @@ def test_instance_defaults_to_one_per_database() -> None:
     assert a.instance == Settings(database_url="postgresql://h/a").instance
     assert a.instance != Settings(database_url="postgresql://h/b").instance
     assert Settings(database_url="postgresql://h/a", instance="mine").instance == "mine"
+
+
+def test_every_setting_is_in_the_readmes_table() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for name in Settings.model_fields:
+        assert f"| `SANDLOT_{name.upper()}` |" in readme, name

@@ -18,8 +18,8 @@ class HealthController(Controller):
     tags = ["health"]
 
     @get("/healthz", summary="The process answers")
-    async def healthz(self) -> dict[str, str]:
-        return {"status": "ok"}
+    async def healthz(self, services: ServicesDep) -> dict[str, str]:
+        return {"status": "ok", "boot_id": services.settings.boot_id}
 
     @get(
         "/metrics",

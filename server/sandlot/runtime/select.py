@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from sandlot.domain.errors import InvalidInput, RuntimeUnavailable
+from sandlot.domain.errors import InvalidInput, RuntimeUnavailable, SandlotError
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.settings import Mode, RuntimeKind, Settings
 
@@ -22,11 +22,14 @@ async def make_runtime(settings: Settings) -> SandboxRuntime:
         try:
             await docker.ping()
             return docker
-        except RuntimeUnavailable:
+        except Exception as exc:  # any reason at all: no socket, refused, permission, timeout
             await docker.close()
+            reason = exc.message if isinstance(exc, SandlotError) else f"{type(exc).__name__}: {exc}"
             if settings.runtime is RuntimeKind.DOCKER:
-                raise
-            log.warning("no Docker engine answers; using the local runtime")
+                raise RuntimeUnavailable(
+                    f"SANDLOT_RUNTIME=docker, but no Docker engine answers: {reason}"
+                ) from exc
+            log.warning("no Docker engine answers (%s); using the local runtime", reason)
     local = LocalRuntime(settings.data_dir / "sandboxes", instance=settings.instance)
     if not local.isolated:
         if settings.mode is Mode.PRODUCTION and not settings.allow_unisolated:
