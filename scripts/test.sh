@@ -26,5 +26,9 @@ uv run ruff check .
 uv run ruff format --check .
 uv run mypy
 
+log "unit tests with no Docker and no database reachable"
+DOCKER_HOST=unix:///nonexistent SANDLOT_TEST_DATABASE_URL=postgresql://nobody@127.0.0.1:1/none \
+  uv run pytest tests/unit -q -p no:cacheprovider
+
 log "tests"
 uv run pytest "$@"

@@ -64,10 +64,14 @@ async def pg_url() -> AsyncIterator[str]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-async def _remove_leftover_containers() -> AsyncIterator[None]:
+async def _remove_leftover_containers(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     """At the end of the run, remove whatever this run's containers are left (their instance
-    label starts with INSTANCE; apps started by the tests use INSTANCE-<suffix>)."""
+    label starts with INSTANCE; apps started by the tests use INSTANCE-<suffix>). A run of unit
+    tests alone needs no Docker, so it skips this."""
     yield
+    unit = Path(__file__).parent / "unit"
+    if all(item.path.is_relative_to(unit) for item in request.session.items):
+        return
     docker = aiodocker.Docker()
     try:
         for c in await docker.containers.list(all=True, filters={"label": [LABEL_INSTANCE]}):

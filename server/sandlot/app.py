@@ -22,15 +22,16 @@ from sandlot.api.deps import Services, provide_principal, provide_services
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
-from sandlot.api.middleware import RefuseNul
+from sandlot.api.middleware import NameSpanByRoute, RefuseNul
 from sandlot.api.processes import ProcessController
 from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
 from sandlot.api.sessions import SessionController, SessionWorkspaceController, SnapshotController
 from sandlot.features.registry import FeatureRegistry
-from sandlot.observability.tracing import TracedRuntime, Tracing, build_provider
+from sandlot.observability.tracing import TracedRuntime, Tracing, build_provider, request_span_start
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.select import make_runtime
+from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import AccountService
 from sandlot.services.activities import ActivityRecorder
 from sandlot.services.assets import AssetService
@@ -41,7 +42,6 @@ from sandlot.services.processes import ProcessService
 from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
-from sandlot.services.shell import ShellManager
 from sandlot.services.snapshots import SnapshotService
 from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
@@ -186,9 +186,12 @@ def create_app(
         # request spans, continuing a client's traceparent; probes and scrapes are not traced
         middleware.append(
             OpenTelemetryConfig(
-                tracer_provider=provider, exclude=["/healthz", "/readyz", "/metrics"]
+                tracer_provider=provider,
+                exclude=["/healthz", "/readyz", "/metrics"],
+                scope_span_details_extractor=request_span_start,
             ).middleware
         )
+        middleware.append(NameSpanByRoute)
     return Litestar(
         route_handlers=[api, files, workspaces],
         middleware=middleware,

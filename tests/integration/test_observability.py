@@ -109,6 +109,15 @@ async def test_a_session_makes_the_expected_span_tree(
     assert len(servers) == 8
     assert {s.parent.span_id for s in servers if s.parent} == set(t.parents)
     assert all(s.parent is not None and s.parent.is_remote for s in servers)
+    # named by route template, never by raw ids (one name for every session's calls)
+    assert sorted({s.name for s in servers}) == [
+        "DELETE /v1/sessions/{session_id}",
+        "POST /v1/environments",
+        "POST /v1/sessions",
+        "POST /v1/sessions/{session_id}/features/{feature}/{activity}",
+    ]
+    route = next(s for s in servers if "features" in s.name)
+    assert (route.attributes or {})["http.route"] == "/v1/sessions/{session_id}/features/{feature}/{activity}"
 
     # TRACEPARENT inside the sandbox belongs to the same trace
     inner = outputs[2]["stdout"].strip()

@@ -1,7 +1,9 @@
-"""ASGI middleware that refuses what no route may see.
+"""ASGI middleware that runs once a request is routed.
 
-A NUL byte in a path or query string can name nothing here, and PostgreSQL refuses it in any
-text value, so it is answered with a 422 before routing (a WebSocket is closed with 1008).
+:class:`RefuseNul` refuses what no route may see: a NUL byte in a path or query string can name
+nothing here, and PostgreSQL refuses it in any text value, so it is answered with a 422 before
+the handler (a WebSocket is closed with 1008). :class:`NameSpanByRoute` names the request span
+by the route template, which only exists after routing.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from urllib.parse import unquote_to_bytes
 
 from litestar.types import ASGIApp, HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
 
-__all__ = ["RefuseNul"]
+from sandlot.observability.tracing import name_request_span
+
+__all__ = ["NameSpanByRoute", "RefuseNul"]
 
 
 def _has_nul(scope: Scope) -> str | None:
@@ -56,3 +60,12 @@ class RefuseNul:
         await send(start)
         body_event: HTTPResponseBodyEvent = {"type": "http.response.body", "body": data, "more_body": False}
         await send(body_event)
+
+
+class NameSpanByRoute:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name_request_span(scope)
+        await self.app(scope, receive, send)

@@ -20,7 +20,7 @@ from sandlot.domain.patterns import compile_pattern
 
 if TYPE_CHECKING:
     from sandlot.runtime.base import SandboxRuntime
-    from sandlot.services.shell import ShellManager
+    from sandlot.runtime.shell import PersistentShell, ShellManager
     from sandlot.settings import Settings
 
 __all__ = ["ActivityArgs", "ActivitySpec", "Feature", "SandboxContext", "SessionContext", "activity"]
@@ -54,7 +54,7 @@ class SessionContext(SandboxContext):
     tenant_id: str = ""
     shells: ShellManager | None = None
 
-    def shell(self) -> Any:
+    def shell(self) -> PersistentShell:
         assert self.shells is not None
         return self.shells.get(self.session_id, self.ref)
 

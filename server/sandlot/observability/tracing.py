@@ -16,6 +16,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -40,6 +41,8 @@ __all__ = [
     "Tracing",
     "build_provider",
     "current_traceparent",
+    "name_request_span",
+    "request_span_start",
     "span",
     "traced_env",
 ]
@@ -116,6 +119,28 @@ def _exporter(settings: Settings) -> Any:
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
     return ConsoleSpanExporter()
+
+
+_PARAM_TYPE = re.compile(r"\{(\w+):[^}]*\}")
+
+
+def request_span_start(scope: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """A request span's name when it starts, before routing: the method alone (the raw path
+    holds ids, a new name per session, which no trace backend can group)."""
+    return str(scope.get("method") or scope.get("type", "")).strip(), {}
+
+
+def name_request_span(scope: Mapping[str, Any]) -> None:
+    """Once routed, name the current request span by its route template and set
+    ``http.route``: ``POST /v1/sessions/{session_id}/features/{feature}/{activity}``."""
+    current = trace.get_current_span()
+    template = scope.get("path_template")
+    if not template or not current.is_recording():
+        return
+    route = _PARAM_TYPE.sub(r"{\1}", str(template))
+    method = str(scope.get("method", "")).strip()
+    current.update_name(f"{method} {route}" if method else route)
+    current.set_attribute("http.route", route)
 
 
 def _attributes(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from sandlot.features.base import Feature, SessionContext
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.metrics import METRICS
 from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span
+from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import Principal
 from sandlot.services.activities import ActivityRecord, ActivityRecorder
 from sandlot.services.assets import AssetService, resolve_placeholders
@@ -44,7 +45,6 @@ from sandlot.services.environments import EnvironmentService
 from sandlot.services.parking import SessionParking
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
-from sandlot.services.shell import ShellManager
 from sandlot.services.snapshots import SnapshotService
 from sandlot.settings import Settings
 from sandlot.store.blobs import one_chunk

@@ -21,8 +21,8 @@ from sandlot.observability.tracing import span
 from sandlot.runtime.archives import Manifest, diff, manifest
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.runtime.bridge import consume, tee
+from sandlot.runtime.shell import shell_state_dir
 from sandlot.services.accounts import Principal
-from sandlot.services.shell import shell_state_dir
 from sandlot.services.transfers import Transfers, primed
 from sandlot.settings import Settings
 from sandlot.store.blobs import BlobStore

@@ -10,7 +10,7 @@ import pytest
 
 from sandlot.domain.errors import Conflict
 from sandlot.runtime.base import SandboxRuntime, SandboxSpec
-from sandlot.services.shell import PersistentShell
+from sandlot.runtime.shell import PersistentShell
 from tests.conftest import BUSYBOX
 
 

@@ -1,0 +1,75 @@
+"""The layer order holds: a module imports only from its own layer or the ones below it.
+
+domain < settings < observability < store < runtime < features < services < api < the entry
+points (app, startup, cli). Imports under ``TYPE_CHECKING`` count too: a type from a higher
+layer is a dependency on it all the same.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "server" / "sandlot"
+
+LAYERS = [
+    {"domain"},
+    {"settings"},
+    {"observability"},
+    {"store"},
+    {"runtime"},
+    {"features"},
+    {"services"},
+    {"api"},
+    {"app", "startup", "cli", "__main__", "__init__"},
+]
+
+
+def _layer(top: str) -> int:
+    for rank, names in enumerate(LAYERS):
+        if top in names:
+            return rank
+    raise AssertionError(f"sandlot.{top} belongs to no layer: add it to LAYERS")
+
+
+def _top(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imported(tree: ast.AST) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "sandlot" and len(parts) > 1:
+                found.append((node.lineno, parts[1]))
+    return found
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_a_module_imports_nothing_from_a_higher_layer(path: Path) -> None:
+    own = _layer(_top(path))
+    upward = [
+        f"line {line}: sandlot.{top}"
+        for line, top in _imported(ast.parse(path.read_text(), str(path)))
+        if _layer(top) > own
+    ]
+    assert not upward, f"{path.relative_to(PACKAGE)} imports from a higher layer: {upward}"
+
+
+def test_the_check_sees_an_upward_import() -> None:
+    tree = ast.parse("from sandlot.services.sessions import SessionService\n")
+    assert [_layer(top) for _, top in _imported(tree)] == [_layer("services")]
+    assert _layer("services") > _layer("features")
