@@ -1,7 +1,7 @@
 """The layer order holds: a module imports only from its own layer or the ones below it.
 
-domain < settings < observability < store < runtime < features < services < api < the entry
-points (app, startup, cli). Imports under ``TYPE_CHECKING`` count too: a type from a higher
+domain < settings < observability < store < runtime < features < services < api < wiring <
+the entry points (app, startup, cli). Imports under ``TYPE_CHECKING`` count too: a type from a higher
 layer is a dependency on it all the same.
 """
 
@@ -23,6 +23,7 @@ LAYERS = [
     {"features"},
     {"services"},
     {"api"},
+    {"wiring"},
     {"app", "startup", "cli", "__main__", "__init__"},
 ]
 

@@ -32,19 +32,19 @@ class AssetController(Controller):
         principal: PrincipalDep,
         archive: Annotated[bool, QueryParameter()] = False,
     ) -> AssetOut:
-        row = await services.sessions.assets.upload(principal, name, body_chunks(request), archive=archive)
+        row = await services.assets.upload(principal, name, body_chunks(request), archive=archive)
         return AssetOut.of(row)
 
     @get("/", summary="List the tenant's assets")
     async def list_assets(self, services: ServicesDep, principal: PrincipalDep) -> list[AssetOut]:
-        return [AssetOut.of(a) for a in await services.sessions.assets.list(principal)]
+        return [AssetOut.of(a) for a in await services.assets.list(principal)]
 
     @get("/{name:str}", summary="One asset's metadata")
     async def get_asset(
         self, name: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> AssetOut:
-        return AssetOut.of(await services.sessions.assets.get(principal, name))
+        return AssetOut.of(await services.assets.get(principal, name))
 
     @delete("/{name:str}", summary="Delete an asset")
     async def delete_asset(self, name: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
-        await services.sessions.assets.delete(principal, name)
+        await services.assets.delete(principal, name)

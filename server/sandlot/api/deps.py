@@ -11,11 +11,15 @@ from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 
 from sandlot.services.accounts import AccountService, Principal
+from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.health import HealthService
 from sandlot.services.pools import PoolService
 from sandlot.services.processes import ProcessService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
+from sandlot.services.snapshots import SnapshotService
+from sandlot.services.terminals import TerminalService
 from sandlot.settings import Settings
 
 __all__ = [
@@ -43,6 +47,10 @@ class Services:
     pools: PoolService
     sessions: SessionService
     processes: ProcessService
+    snapshots: SnapshotService
+    assets: AssetService
+    terminals: TerminalService
+    health: HealthService
 
 
 def provide_services(state: State) -> Services:

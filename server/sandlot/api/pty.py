@@ -25,11 +25,11 @@ from litestar.datastructures import Headers
 from litestar.params import FromPath, QueryParameter
 from pydantic import BaseModel
 
-from sandlot.api.deps import PrincipalDep, Services, ServicesDep
+from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.ws import first_to_finish
 from sandlot.domain.errors import SandlotError
-from sandlot.runtime.base import PtyStream, SandboxRuntime
-from sandlot.services.accounts import Principal
+from sandlot.runtime.base import PtyStream
+from sandlot.services.terminals import TerminalService
 
 __all__ = ["HEARTBEAT_SECONDS", "PtyController"]
 
@@ -48,18 +48,10 @@ class PtyToken(BaseModel):
     path: str
 
 
-async def _caller(services: Services, headers: Headers, token: str | None, audience: str) -> Principal:
-    if headers.get("authorization"):
-        return await services.accounts.authenticate(headers.get("authorization"))
-    if token:
-        return await services.accounts.authenticate_token(token, audience)
-    return await services.accounts.authenticate(None)  # the usual 401
-
-
-async def _serve(socket: WebSocket, runtime: SandboxRuntime, ref: str, cols: int, rows: int) -> None:
+async def _serve(socket: WebSocket, terminals: TerminalService, ref: str, cols: int, rows: int) -> None:
     await socket.accept()
     try:
-        term = await runtime.open_pty(ref, ["/bin/sh"], cols=cols, rows=rows, env={"TERM": "xterm-256color"})
+        term = await terminals.open(ref, cols, rows)
     except SandlotError as exc:
         await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
         await socket.close(code=1011)
@@ -128,8 +120,7 @@ class PtyController(Controller):
     async def session_token(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> PtyToken:
-        await services.sessions.sandbox_of(principal, session_id)
-        token, expiry = await services.accounts.issue_token(principal, f"pty:{session_id}")
+        token, expiry = await services.terminals.token(principal, session_id, session=True)
         return PtyToken(token=token, expires_at=expiry, path=f"/v1/sessions/{session_id}/pty?token={token}")
 
     @websocket("/v1/sessions/{session_id:str}/pty")
@@ -143,10 +134,10 @@ class PtyController(Controller):
         cols: Cols = 80,
         rows: Rows = 24,
     ) -> None:
-        principal = await _caller(services, headers, token, f"pty:{session_id}")
-        _, box = await services.sessions.sandbox_of(principal, session_id)
-        assert box.runtime_ref is not None
-        await _serve(socket, services.sandboxes.runtime, box.runtime_ref, cols, rows)
+        terminals = services.terminals
+        principal = await terminals.caller(headers.get("authorization"), token, session_id)
+        ref = await terminals.ref(principal, session_id, session=True)
+        await _serve(socket, terminals, ref, cols, rows)
 
     @post(
         "/v1/sandboxes/{sandbox_id:str}/pty/token", status_code=201, summary="A one-minute token for the PTY"
@@ -154,8 +145,7 @@ class PtyController(Controller):
     async def sandbox_token(
         self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> PtyToken:
-        await services.sandboxes.usable(principal, sandbox_id)
-        token, expiry = await services.accounts.issue_token(principal, f"pty:{sandbox_id}")
+        token, expiry = await services.terminals.token(principal, sandbox_id, session=False)
         return PtyToken(token=token, expires_at=expiry, path=f"/v1/sandboxes/{sandbox_id}/pty?token={token}")
 
     @websocket("/v1/sandboxes/{sandbox_id:str}/pty")
@@ -169,7 +159,7 @@ class PtyController(Controller):
         cols: Cols = 80,
         rows: Rows = 24,
     ) -> None:
-        principal = await _caller(services, headers, token, f"pty:{sandbox_id}")
-        row = await services.sandboxes.usable(principal, sandbox_id)
-        assert row.runtime_ref is not None
-        await _serve(socket, services.sandboxes.runtime, row.runtime_ref, cols, rows)
+        terminals = services.terminals
+        principal = await terminals.caller(headers.get("authorization"), token, sandbox_id)
+        ref = await terminals.ref(principal, sandbox_id, session=False)
+        await _serve(socket, terminals, ref, cols, rows)

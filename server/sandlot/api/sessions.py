@@ -104,7 +104,7 @@ class SessionController(Controller):
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> list[SnapshotOut]:
         row = await services.sessions.get(principal, session_id)
-        rows = await services.sessions.snapshots.of_session(principal, row.id)
+        rows = await services.snapshots.of_session(principal, row.id)
         return [SnapshotOut.of(r) for r in rows]
 
     @post("/{session_id:str}/suspend", status_code=200, summary="Snapshot, then freeze the sandbox")
@@ -159,7 +159,7 @@ class SnapshotController(Controller):
     async def get_snapshot(
         self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> SnapshotOut:
-        return SnapshotOut.of(await services.sessions.snapshots.get(principal, snapshot_id))
+        return SnapshotOut.of(await services.snapshots.get(principal, snapshot_id))
 
     @get(
         "/{snapshot_id:str}/archive",
@@ -169,7 +169,7 @@ class SnapshotController(Controller):
     async def archive(
         self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> Stream:
-        chunks = await services.sessions.snapshots.archive(principal, snapshot_id)
+        chunks = await services.snapshots.archive(principal, snapshot_id)
         return Stream(
             chunks,
             media_type="application/x-tar",

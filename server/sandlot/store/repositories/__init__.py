@@ -1,0 +1,23 @@
+"""Repositories: the only code that writes SQL. They flush, never commit.
+
+A repository scoped to one tenant (or to an operator, ``tenant_id=None``, who sees every
+tenant) finds nothing when asked for another tenant's id, which the API reports as 404, so ids
+cannot be probed. One module per concept; every dialect branch lives here, in the store.
+"""
+
+from sandlot.store.repositories.accounts import ApiKeyRepository, TenantRepository
+from sandlot.store.repositories.environments import EnvironmentRepository
+from sandlot.store.repositories.pools import PoolRepository
+from sandlot.store.repositories.sandboxes import ACTIVE, SandboxRepository
+from sandlot.store.repositories.sessions import ActivityRepository, SessionRepository
+
+__all__ = [
+    "ACTIVE",
+    "ActivityRepository",
+    "ApiKeyRepository",
+    "EnvironmentRepository",
+    "PoolRepository",
+    "SandboxRepository",
+    "SessionRepository",
+    "TenantRepository",
+]

@@ -1,0 +1,222 @@
+"""Pool queries across tenants, and the claim of a warm sandbox into a session: one
+statement on PostgreSQL (data-modifying CTEs), the same steps in a transaction elsewhere."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import TextualSelect, Update, bindparam, func, text, update
+from sqlalchemy import select as core_select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col, select
+
+from sandlot.domain.errors import Conflict
+from sandlot.domain.status import SandboxStatus, transition
+from sandlot.store.repositories.sandboxes import ACTIVE
+from sandlot.store.repositories.sessions import SessionRepository
+from sandlot.store.tables import (
+    Sandbox,
+    SandboxEvent,
+    Session,
+)
+from sandlot.store.types import utcnow
+
+__all__ = ["PoolRepository"]
+
+
+class PoolRepository:
+    """Pool queries across tenants (pool sandboxes carry their environment id)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def counts(self, environment_id: str) -> dict[tuple[str, str], int]:
+        """(image, status) -> number of live sandboxes of an environment."""
+        query = (
+            select(col(Sandbox.image), col(Sandbox.status), func.count())
+            .where(col(Sandbox.environment_id) == environment_id)
+            .where(col(Sandbox.status) != SandboxStatus.OFFLINE.value)
+            .group_by(col(Sandbox.image), col(Sandbox.status))
+        )
+        rows = (await self.session.execute(query)).all()
+        return {(image, status): int(n) for image, status, n in rows}
+
+    async def ready_by_environment(self) -> dict[tuple[str, str], int]:
+        """(environment id, image) -> ready sandboxes, over every environment."""
+        query = (
+            select(col(Sandbox.environment_id), col(Sandbox.image), func.count())
+            .where(col(Sandbox.environment_id).is_not(None))
+            .where(col(Sandbox.status) == SandboxStatus.READY.value)
+            .group_by(col(Sandbox.environment_id), col(Sandbox.image))
+        )
+        rows = (await self.session.execute(query)).all()
+        return {(str(env), image): int(n) for env, image, n in rows}
+
+    async def by_status(self) -> dict[str, int]:
+        """Sandboxes per status, every tenant."""
+        query = select(col(Sandbox.status), func.count()).group_by(col(Sandbox.status))
+        return {status: int(n) for status, n in (await self.session.execute(query)).all()}
+
+    async def claim_ready(
+        self, environment_id: str, image: str, into: Session, reason: str
+    ) -> Sandbox | None:
+        """Atomically take one ready sandbox straight into ``in_session`` for the session
+        ``into`` and insert that session; None (and no session row) when none is ready.
+
+        The target comes from a subquery that locks the oldest ready row and skips rows others
+        hold (PostgreSQL), guarded by a compare-and-set on the status (every database). Both
+        transitions (ready -> acquired -> in_session) are checked by the status machine and
+        recorded as events. On PostgreSQL it is one prebuilt statement (data-modifying CTEs),
+        so an autocommit session makes it one round trip; elsewhere the caller's transaction
+        holds the three writes together.
+        """
+        transition(SandboxStatus.READY, SandboxStatus.ACQUIRED)
+        transition(SandboxStatus.ACQUIRED, SandboxStatus.IN_SESSION)
+        postgres = self.session.get_bind().dialect.name == "postgresql"
+        for _ in range(5):
+            params: dict[str, Any] = {
+                "want_env": environment_id,
+                "want_image": image,
+                "claim_session": into.id,
+                "reason": reason,
+                "acquired_reason": f"acquired by session {into.id}",
+                "now": utcnow(),
+            }
+            if postgres:
+                row = await self._claim_in_one_statement(into, params)
+            else:
+                row = await self._claim_in_transaction(into, params)
+            if row is not None:
+                return row
+            if not await self._any_ready(environment_id, image):
+                return None
+            # lost a race for the row we saw; try the next one
+        return None
+
+    async def _claim_in_transaction(self, into: Session, params: dict[str, Any]) -> Sandbox | None:
+        claim = _claim_update().returning(*_SANDBOX_TABLE.c)
+        found = (await self.session.execute(claim, params)).first()
+        if found is None:
+            return None
+        row = Sandbox(**found._mapping)
+        into.sandbox_id = row.id
+        self.session.add_all(
+            [
+                SandboxEvent(
+                    sandbox_id=row.id,
+                    tenant_id=row.tenant_id,
+                    from_status=a.value,
+                    to_status=b.value,
+                    reason=params[why],
+                    at=params["now"],
+                )
+                for a, b, why in _CLAIM_EVENTS
+            ]
+        )
+        await SessionRepository(self.session, None).add(into)
+        return row
+
+    async def _claim_in_one_statement(self, into: Session, params: dict[str, Any]) -> Sandbox | None:
+        values = {f"s_{c.name}": getattr(into, c.name) for c in _SESSION_COLUMNS if c.name != "sandbox_id"}
+        try:
+            found = (await self.session.execute(_claim_statement(), {**params, **values})).first()
+        except IntegrityError as exc:
+            ref = into.client_ref or into.id
+            raise Conflict(f"session {ref!r} exists", session_id=ref) from exc
+        if found is None:
+            return None
+        into.sandbox_id = found.id
+        return Sandbox(**found._mapping)
+
+    async def _any_ready(self, environment_id: str, image: str) -> bool:
+        query = (
+            select(col(Sandbox.id))
+            .where(col(Sandbox.environment_id) == environment_id)
+            .where(col(Sandbox.image) == image)
+            .where(col(Sandbox.status) == SandboxStatus.READY.value)
+            .limit(1)
+        )
+        return (await self.session.execute(query)).first() is not None
+
+    async def live(self, environment_id: str) -> Sequence[Sandbox]:
+        query = (
+            select(Sandbox)
+            .where(col(Sandbox.environment_id) == environment_id)
+            .where(col(Sandbox.status).in_(ACTIVE))
+        )
+        return (await self.session.scalars(query)).all()
+
+
+_CLAIM_EVENTS = (
+    (SandboxStatus.READY, SandboxStatus.ACQUIRED, "acquired_reason"),
+    (SandboxStatus.ACQUIRED, SandboxStatus.IN_SESSION, "reason"),
+)
+_SESSION_COLUMNS = list(Session.__table__.c)  # type: ignore[attr-defined]
+_SANDBOX_TABLE = Sandbox.__table__  # type: ignore[attr-defined]
+
+
+def _claim_update() -> Update:
+    """``UPDATE`` the oldest ready sandbox of (want_env, want_image) into the session: the row comes
+    from a ``FOR UPDATE SKIP LOCKED`` subquery, and the status is compared again."""
+    c = _SANDBOX_TABLE.c
+    target = (
+        core_select(c.id)
+        .where(c.environment_id == bindparam("want_env"))
+        .where(c.image == bindparam("want_image"))
+        .where(c.status == SandboxStatus.READY.value)
+        .order_by(c.created_at)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+        .scalar_subquery()
+    )
+    return (
+        update(_SANDBOX_TABLE)
+        .where(c.id == target)
+        .where(c.status == SandboxStatus.READY.value)
+        .values(
+            status=SandboxStatus.IN_SESSION.value,
+            status_reason=bindparam("reason"),
+            session_id=bindparam("claim_session"),
+            updated_at=bindparam("now"),
+        )
+    )
+
+
+@functools.cache
+def _claim_statement() -> TextualSelect:
+    """The PostgreSQL claim as one statement, built once: the claiming ``UPDATE`` (the same
+    as :func:`_claim_update`) and the inserts of both status events and of the session row,
+    as data-modifying CTEs."""
+    ready, acquired, in_session = (
+        SandboxStatus.READY.value,
+        SandboxStatus.ACQUIRED.value,
+        SandboxStatus.IN_SESSION.value,
+    )
+    box_columns = ", ".join(c.name for c in _SANDBOX_TABLE.c)
+    session_names = [c.name for c in _SESSION_COLUMNS]
+    session_values = ", ".join("id" if n == "sandbox_id" else f":s_{n}" for n in session_names)
+    sql = f"""
+WITH claimed AS (
+  UPDATE sandboxes
+     SET status = '{in_session}', status_reason = :reason, session_id = :claim_session, updated_at = :now
+   WHERE id = (SELECT id FROM sandboxes
+                WHERE environment_id = :want_env AND image = :want_image AND status = '{ready}'
+                ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+     AND status = '{ready}'
+  RETURNING {box_columns}
+), events AS (
+  INSERT INTO sandbox_events (sandbox_id, tenant_id, from_status, to_status, reason, at)
+  SELECT id, tenant_id, '{ready}', '{acquired}', :acquired_reason, :now FROM claimed
+  UNION ALL
+  SELECT id, tenant_id, '{acquired}', '{in_session}', :reason, :now FROM claimed
+), new_session AS (
+  INSERT INTO sessions ({", ".join(session_names)}) SELECT {session_values} FROM claimed
+)
+SELECT {box_columns} FROM claimed
+"""
+    binds = [bindparam(f"s_{c.name}", type_=c.type) for c in _SESSION_COLUMNS if c.name != "sandbox_id"]
+    binds.append(bindparam("now", type_=_SANDBOX_TABLE.c.updated_at.type))
+    return text(sql).bindparams(*binds).columns(*_SANDBOX_TABLE.c)

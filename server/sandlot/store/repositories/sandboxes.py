@@ -1,0 +1,113 @@
+"""Sandboxes and their status events, scoped to one tenant (or an operator)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
+
+from sandlot.domain.errors import NotFound
+from sandlot.domain.status import SandboxStatus, transition
+from sandlot.store.tables import (
+    Sandbox,
+    SandboxEvent,
+)
+from sandlot.store.types import utcnow
+
+__all__ = ["ACTIVE", "SandboxRepository"]
+
+ACTIVE = tuple(s.value for s in SandboxStatus if s not in (SandboxStatus.OFFLINE,))
+
+
+class SandboxRepository:
+    """Sandboxes of one tenant (``tenant_id=None``: all tenants, for operators and loops)."""
+
+    def __init__(self, session: AsyncSession, tenant_id: str | None) -> None:
+        self.session = session
+        self.tenant_id = tenant_id
+
+    def _scoped(self) -> SelectOfScalar[Sandbox]:
+        query = select(Sandbox)
+        if self.tenant_id is not None:
+            query = query.where(col(Sandbox.tenant_id) == self.tenant_id)
+        return query
+
+    async def add(self, sandbox: Sandbox, reason: str) -> Sandbox:
+        self.session.add(sandbox)
+        await self.session.flush()
+        self.session.add(
+            SandboxEvent(
+                sandbox_id=sandbox.id,
+                tenant_id=sandbox.tenant_id,
+                to_status=sandbox.status,
+                reason=reason,
+            )
+        )
+        await self.session.flush()
+        return sandbox
+
+    async def get(self, sandbox_id: str, *, lock: bool = False) -> Sandbox:
+        query = self._scoped().where(col(Sandbox.id) == sandbox_id)
+        if lock:
+            query = query.with_for_update()
+        found = (await self.session.scalars(query)).first()
+        if found is None:
+            raise NotFound(f"no sandbox {sandbox_id}", sandbox_id=sandbox_id)
+        return found
+
+    async def list(
+        self, *, statuses: Sequence[str] | None = None, limit: int = 100, offset: int = 0
+    ) -> Sequence[Sandbox]:
+        query = self._scoped().order_by(col(Sandbox.created_at).desc(), Sandbox.id)
+        if statuses:
+            query = query.where(col(Sandbox.status).in_(statuses))
+        return (await self.session.scalars(query.limit(limit).offset(offset))).all()
+
+    async def usage(self) -> tuple[int, int, float]:
+        """(count, memory MB, cpus) of the tenant's live sandboxes, for quota checks."""
+        query = select(
+            func.count(),
+            func.coalesce(func.sum(col(Sandbox.memory_mb)), 0),
+            func.coalesce(func.sum(col(Sandbox.cpus)), 0.0),
+        ).where(col(Sandbox.status).in_(ACTIVE))
+        if self.tenant_id is not None:
+            query = query.where(col(Sandbox.tenant_id) == self.tenant_id)
+        count, memory, cpus = (await self.session.execute(query)).one()
+        return int(count), int(memory), float(cpus)
+
+    async def expired(self, now: datetime) -> Sequence[Sandbox]:
+        query = self._scoped().where(
+            col(Sandbox.expires_at) <= now,
+            col(Sandbox.status).in_(ACTIVE),
+            col(Sandbox.status) != SandboxStatus.SHUTTING_DOWN.value,
+        )
+        return (await self.session.scalars(query)).all()
+
+    async def move(self, sandbox: Sandbox, target: SandboxStatus, reason: str) -> Sandbox:
+        """Change status through the status machine and record the event."""
+        current = SandboxStatus(sandbox.status)
+        transition(current, target)
+        sandbox.status = target.value
+        sandbox.status_reason = reason
+        sandbox.updated_at = utcnow()
+        self.session.add(
+            SandboxEvent(
+                sandbox_id=sandbox.id,
+                tenant_id=sandbox.tenant_id,
+                from_status=current.value,
+                to_status=target.value,
+                reason=reason,
+            )
+        )
+        await self.session.flush()
+        return sandbox
+
+    async def events(self, sandbox_id: str) -> Sequence[SandboxEvent]:
+        await self.get(sandbox_id)
+        query = select(SandboxEvent).where(col(SandboxEvent.sandbox_id) == sandbox_id)
+        query = query.order_by(col(SandboxEvent.id))
+        return (await self.session.scalars(query)).all()

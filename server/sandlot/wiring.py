@@ -1,0 +1,187 @@
+"""Wiring: build every service from settings, run the background loops, and take it all down.
+
+:func:`assemble` is the app lifespan's body. Each resource is entered on one exit stack as
+it is made, so a failure half-way through start-up still closes what was already open, in
+reverse order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import cast
+
+from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
+from opentelemetry.sdk.trace import TracerProvider
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from sandlot.api.deps import Services
+from sandlot.features.registry import FeatureRegistry
+from sandlot.observability.tracing import TracedRuntime, Tracing
+from sandlot.runtime.base import SandboxRuntime
+from sandlot.runtime.select import make_runtime
+from sandlot.runtime.shell import ShellManager
+from sandlot.services.accounts import AccountService
+from sandlot.services.activities import ActivityRecorder
+from sandlot.services.assets import AssetService
+from sandlot.services.environments import EnvironmentService
+from sandlot.services.health import HealthService
+from sandlot.services.loops import PeriodicLoop
+from sandlot.services.pools import PoolService
+from sandlot.services.processes import ProcessService
+from sandlot.services.reconcile import Reconciler
+from sandlot.services.sandboxes import SandboxService
+from sandlot.services.sessions import SessionService
+from sandlot.services.snapshots import SnapshotService
+from sandlot.services.terminals import TerminalService
+from sandlot.services.transfers import Transfers
+from sandlot.settings import Settings
+from sandlot.store import migrate
+from sandlot.store.blobs import FileBlobStore
+from sandlot.store.engine import make_engine, make_sessionmaker
+from sandlot.store.leader import leader
+
+__all__ = ["assemble"]
+
+
+@asynccontextmanager
+async def assemble(
+    settings: Settings, runtime: SandboxRuntime | None, provider: TracerProvider | None
+) -> AsyncIterator[Services]:
+    """The services, with the background loops running, until the context ends. ``runtime``
+    (tests) is used as given and left open; otherwise one is chosen from settings."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if settings.migrate_on_start:
+        await asyncio.to_thread(migrate.upgrade, settings.database_url)
+    async with AsyncExitStack() as stack:
+        engine = make_engine(settings.database_url)
+        stack.push_async_callback(engine.dispose)
+        _trace(stack, provider, engine)
+        rt = await _runtime(stack, settings, runtime, provider)
+        sessions = make_sessionmaker(engine)
+        services, recorder, shells = await _services(settings, engine, sessions, rt)
+        stack.push_async_callback(shells.close_all)
+        stack.push_async_callback(recorder.flush)
+        reconciler = Reconciler(
+            sessions,
+            rt,
+            settings.instance,
+            shutdown=services.sandboxes.shutdown,
+            lost=services.sessions.sandboxes_lost,
+        )
+        if settings.reconcile_on_start:
+            await reconciler.run()
+        for loop in _loops(settings, engine, services, recorder, reconciler):
+            loop.start()
+            stack.push_async_callback(loop.stop)
+        yield services
+
+
+def _trace(stack: AsyncExitStack, provider: TracerProvider | None, engine: AsyncEngine) -> None:
+    """Spans from this process go to ``provider`` (none when tracing is off), database calls
+    included, until the stack closes."""
+    Tracing.install(provider)
+    if provider is None:
+        return
+    # its version check stops at SQLAlchemy 2.0; the engine events it uses are unchanged in
+    # 2.1 (tests/integration/test_observability.py checks the spans arrive)
+    SQLAlchemyInstrumentor().instrument(
+        engine=engine.sync_engine, tracer_provider=provider, skip_dep_check=True
+    )
+
+    def untrace() -> None:
+        SQLAlchemyInstrumentor().uninstrument()
+        provider.force_flush()
+        if Tracing.provider is provider:
+            Tracing.install(None)
+
+    stack.callback(untrace)
+
+
+async def _runtime(
+    stack: AsyncExitStack,
+    settings: Settings,
+    given: SandboxRuntime | None,
+    provider: TracerProvider | None,
+) -> SandboxRuntime:
+    chosen = given or await make_runtime(settings)
+    if given is None:
+        stack.push_async_callback(chosen.close)
+    return cast(SandboxRuntime, TracedRuntime(chosen)) if provider else chosen
+
+
+async def _services(
+    settings: Settings,
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
+    rt: SandboxRuntime,
+) -> tuple[Services, ActivityRecorder, ShellManager]:
+    # Reads on the request path skip BEGIN/ROLLBACK round trips.
+    reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
+    registry = FeatureRegistry.discover()
+    shells = ShellManager(rt)
+    recorder = ActivityRecorder(sessions)
+    transfers = Transfers(rt, settings)
+    await transfers.clean_spool()
+    sandboxes = SandboxService(sessions, rt, settings, transfers)
+    environments = EnvironmentService(sessions, registry, reads)
+    pools = PoolService(engine, sessions, sandboxes, environments)
+    blobs = FileBlobStore(settings.data_dir / "blobs")
+    await blobs.clean_partial()
+    snapshots = SnapshotService(sessions, blobs, rt, settings, transfers)
+    assets = AssetService(sessions, blobs, transfers)
+    session_service = SessionService(
+        sessions,
+        reads,
+        environments,
+        pools,
+        sandboxes,
+        registry,
+        shells,
+        recorder,
+        settings,
+        snapshots,
+        assets,
+    )
+    accounts = AccountService(sessions, reads, cache_seconds=settings.auth_cache_seconds)
+    services = Services(
+        settings=settings,
+        accounts=accounts,
+        sandboxes=sandboxes,
+        environments=environments,
+        pools=pools,
+        sessions=session_service,
+        processes=ProcessService(sessions, session_service, rt, settings),
+        snapshots=snapshots,
+        assets=assets,
+        terminals=TerminalService(accounts, sandboxes, session_service),
+        health=HealthService(reads, rt, pools),
+    )
+    return services, recorder, shells
+
+
+def _loops(
+    settings: Settings,
+    engine: AsyncEngine,
+    services: Services,
+    recorder: ActivityRecorder,
+    reconciler: Reconciler,
+) -> list[PeriodicLoop]:
+    async def reap() -> None:
+        await services.sandboxes.reap_expired()
+        await services.sessions.expire()
+
+    async def reconcile() -> None:
+        async with leader(engine, "reconcile") as lead:
+            if lead:
+                await reconciler.run()
+
+    s = settings
+    work: list[tuple[str, Callable[[], Awaitable[object]], float, bool]] = [
+        ("reaper", reap, s.reaper_interval, s.reaper_enabled),
+        ("reconcile", reconcile, s.reconcile_interval, s.reconcile_enabled),
+        ("pools", services.pools.housekeep_all, s.pool_interval, s.pool_enabled),
+        ("activities", recorder.flush, s.activity_flush_interval, True),
+    ]
+    return [PeriodicLoop(name, fn, interval, enabled=on) for name, fn, interval, on in work]
