@@ -30,7 +30,7 @@ from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span
 from sandlot.runtime.base import Limits
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
-from sandlot.store.engine import make_sessionmaker
+from sandlot.store.engine import make_sessionmaker, single_statement_sessions
 from sandlot.store.leader import leader
 from sandlot.store.repositories import EnvironmentRepository, PoolRepository
 from sandlot.store.tables import Environment, Sandbox, Session
@@ -171,12 +171,8 @@ class PoolService:
         """Take a warm sandbox straight into the session ``into`` and record that session, or
         None when the pool has none ready (then no session row was written)."""
         with span("pool.claim", environment=env.name, image=image, session=into.id) as sp:
-            if self._engine.dialect.name == "postgresql":
-                async with self._reads() as session:  # one statement: autocommit is atomic
-                    row = await PoolRepository(session).claim_ready(env.id, image, into, reason)
-            else:
-                async with self._sessions.begin() as session:
-                    row = await PoolRepository(session).claim_ready(env.id, image, into, reason)
+            async with single_statement_sessions(self._engine, self._sessions, self._reads) as session:
+                row = await PoolRepository(session).claim_ready(env.id, image, into, reason)
             if row is not None:
                 sp.set_attribute(ATTR["sandbox"], row.id)
                 sp.add_event("sandbox.status", {ATTR["sandbox"]: row.id, ATTR["to_status"]: "acquired"})

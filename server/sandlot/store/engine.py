@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from sqlalchemy import event
@@ -12,7 +13,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-__all__ = ["async_url", "make_engine", "make_sessionmaker"]
+__all__ = ["async_url", "make_engine", "make_sessionmaker", "single_statement_sessions"]
 
 
 def async_url(url: str) -> str:
@@ -51,3 +52,14 @@ def make_engine(url: str, *, echo: bool = False) -> AsyncEngine:
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def single_statement_sessions(
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
+    reads: async_sessionmaker[AsyncSession],
+) -> AbstractAsyncContextManager[AsyncSession]:
+    """A session for a write that the repository makes one statement on PostgreSQL (then
+    autocommit is atomic and saves the BEGIN/COMMIT round trips) and several elsewhere (then
+    a transaction holds them together)."""
+    return reads() if engine.dialect.name == "postgresql" else sessions.begin()
