@@ -3,39 +3,41 @@ the span that was current when the record was made."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 from opentelemetry import trace
+from pythonjsonlogger.json import JsonFormatter as BaseJsonFormatter
 
 from sandlot.settings import Settings
 
 __all__ = ["JsonFormatter", "configure_logging"]
 
-# attributes every LogRecord has; anything else was passed with extra= and is kept
-_STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "taskName"}
 
+class JsonFormatter(BaseJsonFormatter):
+    """python-json-logger's formatter with our field names (``ts``, ``level``, ``logger``,
+    ``message``), anything passed with ``extra=``, and the current span's ids."""
 
-class JsonFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        out: dict[str, object] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
+    def __init__(self) -> None:
+        super().__init__(
+            "%(levelname)s %(name)s %(message)s",
+            rename_fields={"levelname": "level", "name": "logger", "exc_info": "exception"},
+            timestamp="ts",
+            json_default=str,
+        )
+
+    def add_fields(
+        self, log_data: dict[str, Any], record: logging.LogRecord, message_dict: dict[str, Any]
+    ) -> None:
+        super().add_fields(log_data, record, message_dict)
+        log_data["ts"] = datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")
+        log_data["level"] = record.levelname.lower()
         ctx = trace.get_current_span().get_span_context()
         if ctx.is_valid:
-            out["trace_id"] = format(ctx.trace_id, "032x")
-            out["span_id"] = format(ctx.span_id, "016x")
-        for key, value in record.__dict__.items():
-            if key not in _STANDARD and not key.startswith("_"):
-                out[key] = value
-        if record.exc_info:
-            out["exception"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
+            log_data["trace_id"] = format(ctx.trace_id, "032x")
+            log_data["span_id"] = format(ctx.span_id, "016x")
 
 
 def configure_logging(settings: Settings) -> None:

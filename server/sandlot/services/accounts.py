@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from cachetools import TTLCache
+from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sandlot.domain.errors import InvalidInput, NotAuthenticated, NotPermitted
@@ -53,9 +53,16 @@ class Principal:
             raise NotPermitted(f"this key lacks the {scope.value!r} scope", scope=scope.value)
 
 
-def _token_mac(key: ApiKey, expiry: int, audience: str) -> str:
-    message = f"{key.prefix}:{expiry}:{audience}".encode()
-    return hmac.new(key.digest.encode(), message, hashlib.sha256).hexdigest()
+def _signer(secret: str, audience: str) -> URLSafeSerializer:
+    """Signs terminal tokens: keyed by the key's stored digest (every process can check a token,
+    and revoking the key revokes it), salted by the audience (a token opens one terminal)."""
+    return URLSafeSerializer(secret, salt=audience)
+
+
+#: What every terminal token starts with (the rest is itsdangerous' payload.signature).
+TOKEN_PREFIX = "slt_"
+#: Cached principals at most, the least recently used go first.
+AUTH_CACHE_SIZE = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +85,9 @@ class AccountService:
         self._reads = reads or sessions
         # presented key -> (principal, when it was checked). A revocation in this process
         # clears it at once; elsewhere it takes effect within ``cache_seconds``.
-        self._cache_seconds = cache_seconds
-        self._cache: dict[str, tuple[Principal, float]] = {}
+        self._cache: TTLCache[str, Principal] | None = (
+            TTLCache(AUTH_CACHE_SIZE, cache_seconds) if cache_seconds > 0 else None
+        )
 
     async def create_tenant(
         self,
@@ -141,7 +149,9 @@ class AccountService:
             key = await repo.by_prefix(key_id_or_prefix) or await repo.get(key_id_or_prefix)
             if key.revoked_at is None:
                 key.revoked_at = utcnow()
-        self._cache = {t: v for t, v in self._cache.items() if v[0].key_id != key.id}
+        if self._cache is not None:
+            for token in [t for t, p in self._cache.items() if p.key_id == key.id]:
+                self._cache.pop(token, None)
         return key
 
     async def list_keys(self, tenant: str | None = None) -> Sequence[ApiKey]:
@@ -157,9 +167,9 @@ class AccountService:
         if scheme.lower() != "bearer" or not token.strip():
             raise NotAuthenticated("expected Authorization: Bearer <key>")
         token = token.strip()
-        cached = self._cache.get(token)
-        if cached is not None and time.monotonic() - cached[1] < self._cache_seconds:
-            return cached[0]
+        cached = self._cache.get(token) if self._cache is not None else None
+        if cached is not None:
+            return cached
         prefix = split_key(token)
         async with self._reads() as session:
             key = await ApiKeyRepository(session).by_prefix(prefix)
@@ -168,38 +178,40 @@ class AccountService:
         if key.revoked_at is not None:
             raise NotAuthenticated("this API key was revoked")
         principal = Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes))
-        if self._cache_seconds > 0:
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-            self._cache[token] = (principal, time.monotonic())
+        if self._cache is not None:
+            self._cache[token] = principal
         return principal
 
     async def issue_token(self, principal: Principal, audience: str, ttl: int = 60) -> tuple[str, int]:
         """A short-lived token for one ``audience`` (such as ``pty:<session id>``), for clients
-        that cannot send headers (browsers opening a WebSocket). It is an HMAC made with the
-        key's stored digest, so every process can check it, and revoking the key revokes it.
-        Returns the token and its expiry (Unix time)."""
+        that cannot send headers (browsers opening a WebSocket); see :func:`_signer`. Returns
+        the token and its expiry (Unix time)."""
         async with self._reads() as session:
             key = await session.get(ApiKey, principal.key_id)
         if key is None or key.revoked_at is not None:
             raise NotAuthenticated("this API key was revoked")
         expiry = int(time.time()) + ttl
-        return f"slt_{key.prefix}_{expiry}_{_token_mac(key, expiry, audience)}", expiry
+        token = _signer(key.digest, audience).dumps({"key": key.prefix, "exp": expiry})
+        return f"{TOKEN_PREFIX}{token}", expiry
 
     async def authenticate_token(self, token: str, audience: str) -> Principal:
-        parts = token.split("_")
-        if len(parts) != 4 or parts[0] != "slt" or not parts[2].isdigit():
+        if not token.startswith(TOKEN_PREFIX):
             raise NotAuthenticated("malformed token")
-        _, prefix, expiry_text, mac = parts
-        expiry = int(expiry_text)
-        if expiry < time.time():
-            raise NotAuthenticated("the token expired; ask for a new one")
+        token = token.removeprefix(TOKEN_PREFIX)
+        # the payload names the key whose digest checks the signature: read it unchecked first
+        _, claims = URLSafeSerializer("", salt=audience).loads_unsafe(token)
+        if not isinstance(claims, dict) or not isinstance(claims.get("key"), str):
+            raise NotAuthenticated("malformed token")
         async with self._reads() as session:
-            key = await ApiKeyRepository(session).by_prefix(prefix)
+            key = await ApiKeyRepository(session).by_prefix(claims["key"])
         if key is None or key.revoked_at is not None:
             raise NotAuthenticated("unknown or revoked key")
-        if not hmac.compare_digest(mac, _token_mac(key, expiry, audience)):
-            raise NotAuthenticated("the token is not valid here")
+        try:
+            checked = _signer(key.digest, audience).loads(token)
+        except BadSignature:
+            raise NotAuthenticated("the token is not valid here") from None
+        if not isinstance(checked.get("exp"), int) or checked["exp"] < time.time():
+            raise NotAuthenticated("the token expired; ask for a new one")
         return Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes))
 
     async def bootstrap(self) -> CreatedKey | None:
