@@ -11,7 +11,8 @@ from:
 - anything but regular files, directories, symbolic links and hard links to earlier files of
   the archive (device nodes, FIFOs and sockets); a restore skips them instead;
 - for uploads, a link that points outside the directory the archive is unpacked into;
-- more content than ``limit`` bytes, counted while decompressing (a bomb stops there).
+- more content than ``limit`` bytes, counted while decompressing (a bomb stops there; the
+  bounded reading is :mod:`sandlot.runtime.archive_bounds`).
 
 Links already in the workspace are the runtime's part: it resolves every parent directory of
 every member (:attr:`ArchiveReport.parents`) before unpacking, and unpacks as the sandbox user.
@@ -19,10 +20,7 @@ every member (:attr:`ArchiveReport.parents`) before unpacking, and unpacks as th
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import hashlib
-import io
 import lzma
 import os
 import posixpath
@@ -30,14 +28,16 @@ import stat
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from sandlot.domain.errors import InvalidInput, PathOutsideWorkspace, PayloadTooLarge, SandlotError
+from sandlot.runtime.archive_bounds import open_bounded
 
 __all__ = [
     "MAX_MEMBERS",
     "SANDBOX_UID",
     "ArchiveReport",
+    "Manifest",
     "check_archive",
     "diff",
     "manifest",
@@ -47,7 +47,6 @@ __all__ = [
 
 SANDBOX_UID = 1000  # the built images' sandbox user
 MAX_MEMBERS = 1_000_000  # bounds the header bytes an archive of empty files can cost
-MAX_HEADER = 64 << 10  # a long name or an extended (pax) header
 MAX_DEPTH = 256  # components of a member's name
 MAX_PARENT_BYTES = 64 << 20  # the names of the directories members go into, all together
 HEADER_ALLOWANCE = 64 << 20  # decompressed bytes beyond the content limit an archive may have
@@ -163,57 +162,6 @@ class _Counted:
         return chunk
 
 
-class _Budget(io.RawIOBase):
-    """Every decompressed byte of the archive, headers included, counted against a budget."""
-
-    def __init__(self, source: IO[bytes], budget: int) -> None:
-        self._source = source
-        self._left = budget
-        self._budget = budget
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        data = self._source.read(len(b))
-        self._left -= len(data)
-        if self._left < 0:
-            raise PayloadTooLarge(
-                f"the archive unpacks to more than {self._budget} bytes", limit=self._budget
-            )
-        b[: len(data)] = data
-        return len(data)
-
-
-class _BoundedInfo(tarfile.TarInfo):
-    """Headers read with bounds: a long name or an extended header is held in memory whole
-    while it is parsed, so none may pass ``MAX_HEADER``; sparse files are not accepted (their
-    maps grow with the input)."""
-
-    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
-        if self.type in _EXTENDED and self.size > MAX_HEADER:
-            raise InvalidInput(
-                f"an archive header of {self.size} bytes (at most {MAX_HEADER})", field="archive"
-            )
-        if self.type == tarfile.GNUTYPE_SPARSE:
-            raise InvalidInput("sparse files are not accepted in archives", field="archive")
-        return super()._proc_member(tarfile_)  # type: ignore[misc]
-
-    def _refuse_sparse(self, *_: Any) -> None:
-        raise InvalidInput("sparse files are not accepted in archives", field="archive")
-
-    _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _refuse_sparse
-
-
-_EXTENDED = (
-    tarfile.GNUTYPE_LONGNAME,
-    tarfile.GNUTYPE_LONGLINK,
-    tarfile.XHDTYPE,
-    tarfile.XGLTYPE,
-    tarfile.SOLARIS_XHDTYPE,
-)
-
-
 def _mtime(value: Any) -> int:
     try:
         stamp = int(value)
@@ -238,73 +186,104 @@ def check_archive(
     keep every link and skip special files. See the module doc."""
     if prefix:
         _note_parent(report, prefix)
-    links = _Links()
-    files: set[bytes] = set()
     budget = limit + limit // 4 + HEADER_ALLOWANCE  # the content's limit, and room for headers
     try:
-        source = io.BufferedReader(_Budget(_decompressed(reader), budget), 1 << 16)
-        src = tarfile.open(fileobj=source, mode="r|", tarinfo=_BoundedInfo)  # noqa: SIM115 - closed below
+        src = open_bounded(reader, budget)
     except (tarfile.TarError, OSError, EOFError, lzma.LZMAError) as exc:
         if isinstance(exc, BrokenPipeError):
             raise
         raise InvalidInput(f"not a tar archive: {exc}", field="archive") from exc
     try:
         with src, tarfile.open(fileobj=writer, mode="w|", format=_FORMAT) as dst:
+            copier = _Copier(src, dst, limit=limit, strict=strict, report=report, prefix=prefix)
             for member in src:
-                name = _clean(member.name)
-                if name is None:
-                    continue
-                report.members += 1
-                if report.members > MAX_MEMBERS:
-                    raise PayloadTooLarge(f"the archive has more than {MAX_MEMBERS} members")
-                under = links.above(name)
-                if under is not None:
-                    raise PathOutsideWorkspace(
-                        f"archive member {name!r} lies under the link {under!r}", path=name[:200]
-                    )
-                out = tarfile.TarInfo(f"{prefix}/{name}" if prefix else name)
-                out.mtime, out.uid, out.gid = _mtime(member.mtime), SANDBOX_UID, SANDBOX_UID
-                if member.isreg():
-                    out.type, out.mode, out.size = tarfile.REGTYPE, member.mode & 0o777, member.size
-                    handle = src.extractfile(member)
-                    assert handle is not None
-                    dst.addfile(out, _Counted(handle, limit, report))
-                    files.add(_key(name))
-                elif member.isdir():
-                    mode = member.mode & 0o777
-                    out.type, out.mode = tarfile.DIRTYPE, mode | 0o700
-                    if mode | 0o700 != mode:
-                        report.dir_modes[out.name] = mode
-                    else:
-                        report.dir_modes.pop(out.name, None)
-                    dst.addfile(out)
-                elif member.issym():
-                    if strict and not _link_stays_inside(name, member.linkname):
-                        raise PathOutsideWorkspace(
-                            f"archive link {name!r} points outside ({member.linkname!r})", path=name[:200]
-                        )
-                    out.type, out.linkname, out.mode = tarfile.SYMTYPE, member.linkname, 0o777
-                    links.add(name)
-                    dst.addfile(out)
-                elif member.islnk():
-                    target = _clean(member.linkname)
-                    if target is None or _key(target) not in files:
-                        raise _bad("a hard link must name an earlier file of the archive", name)
-                    target = f"{prefix}/{target}" if prefix else target
-                    out.type, out.linkname, out.mode = tarfile.LNKTYPE, target, member.mode & 0o777
-                    dst.addfile(out)
-                elif strict:
-                    raise _bad("only regular files, directories and links are accepted", name)
-                else:
-                    report.members -= 1
-                    continue
-                _note_parent(report, _parent(out.name))
+                copier.copy(member)
     except tarfile.TarError as exc:
         raise InvalidInput(f"not a valid tar archive: {exc}", field="archive") from exc
     except (EOFError, OSError, lzma.LZMAError, ValueError, OverflowError) as exc:  # corrupt data
         if isinstance(exc, BrokenPipeError | SandlotError):
             raise
         raise InvalidInput(f"not a valid archive: {exc}", field="archive") from exc
+
+
+class _Copier:
+    """One pass of :func:`check_archive`: each member is checked against the ones before it
+    (the links it may lie under, the files a hard link may name) and written again in the
+    workspace archive's form. A class so that this memory of earlier members has one owner."""
+
+    def __init__(
+        self,
+        src: tarfile.TarFile,
+        dst: tarfile.TarFile,
+        *,
+        limit: int,
+        strict: bool,
+        report: ArchiveReport,
+        prefix: str,
+    ) -> None:
+        self._src, self._dst = src, dst
+        self._limit, self._strict, self._report, self._prefix = limit, strict, report, prefix
+        self._links = _Links()
+        self._files: set[bytes] = set()
+
+    def copy(self, member: tarfile.TarInfo) -> None:
+        """Check ``member``'s name and place, then write it (or skip it, see :meth:`_write`)."""
+        name = _clean(member.name)
+        if name is None:
+            return
+        report = self._report
+        report.members += 1
+        if report.members > MAX_MEMBERS:
+            raise PayloadTooLarge(f"the archive has more than {MAX_MEMBERS} members")
+        under = self._links.above(name)
+        if under is not None:
+            raise PathOutsideWorkspace(
+                f"archive member {name!r} lies under the link {under!r}", path=name[:200]
+            )
+        out = tarfile.TarInfo(f"{self._prefix}/{name}" if self._prefix else name)
+        out.mtime, out.uid, out.gid = _mtime(member.mtime), SANDBOX_UID, SANDBOX_UID
+        if not self._write(member, name, out):
+            report.members -= 1
+            return
+        _note_parent(report, _parent(out.name))
+
+    def _write(self, member: tarfile.TarInfo, name: str, out: tarfile.TarInfo) -> bool:
+        """Write ``member`` as ``out`` by its kind, with that kind's checks. False when it was
+        skipped: a special file outside ``strict`` mode (a restore leaves those out)."""
+        if member.isreg():
+            out.type, out.mode, out.size = tarfile.REGTYPE, member.mode & 0o777, member.size
+            handle = self._src.extractfile(member)
+            assert handle is not None
+            self._dst.addfile(out, _Counted(handle, self._limit, self._report))
+            self._files.add(_key(name))
+        elif member.isdir():
+            mode = member.mode & 0o777
+            out.type, out.mode = tarfile.DIRTYPE, mode | 0o700
+            if mode | 0o700 != mode:
+                self._report.dir_modes[out.name] = mode
+            else:
+                self._report.dir_modes.pop(out.name, None)
+            self._dst.addfile(out)
+        elif member.issym():
+            if self._strict and not _link_stays_inside(name, member.linkname):
+                raise PathOutsideWorkspace(
+                    f"archive link {name!r} points outside ({member.linkname!r})", path=name[:200]
+                )
+            out.type, out.linkname, out.mode = tarfile.SYMTYPE, member.linkname, 0o777
+            self._links.add(name)
+            self._dst.addfile(out)
+        elif member.islnk():
+            target = _clean(member.linkname)
+            if target is None or _key(target) not in self._files:
+                raise _bad("a hard link must name an earlier file of the archive", name)
+            target = f"{self._prefix}/{target}" if self._prefix else target
+            out.type, out.linkname, out.mode = tarfile.LNKTYPE, target, member.mode & 0o777
+            self._dst.addfile(out)
+        elif self._strict:
+            raise _bad("only regular files, directories and links are accepted", name)
+        else:
+            return False
+        return True
 
 
 def _note_parent(report: ArchiveReport, parent: str) -> None:
@@ -316,22 +295,6 @@ def _note_parent(report: ArchiveReport, parent: str) -> None:
     if report.parent_bytes > MAX_PARENT_BYTES:
         raise InvalidInput("the archive has too many directories", field="archive")
     report.parents.add(parent)
-
-
-def _decompressed(reader: IO[bytes]) -> IO[bytes]:
-    """``reader``, decompressed when it starts like gzip, bzip2 or xz. These readers inflate
-    at most what is asked of them at a time (tarfile's own ``r|*`` inflates each compressed
-    chunk whole: 64 KiB of a bomb becomes 64 MiB at once)."""
-    buffered: Any = reader if isinstance(reader, io.BufferedReader) else io.BufferedReader(reader)
-    head = buffered.peek(6)[:6]
-    opened: Any = buffered
-    if head.startswith(b"\x1f\x8b"):
-        opened = gzip.GzipFile(fileobj=buffered, mode="rb")
-    elif head.startswith(b"BZh"):
-        opened = bz2.BZ2File(buffered, mode="rb")
-    elif head.startswith(b"\xfd7zXZ\x00"):
-        opened = lzma.LZMAFile(buffered, mode="rb")  # noqa: SIM115 - the tar reading it closes it
-    return cast(IO[bytes], opened)
 
 
 def strip_first_component(reader: IO[bytes], writer: IO[bytes]) -> None:

@@ -4,16 +4,16 @@ Containers are created locked down (no capabilities, no-new-privileges, no netwo
 allowed, memory/cpu/pids limits, a writable layer of ``disk_mb`` where the engine's storage
 can size it, an init process to reap orphans) and carry our labels so a restarted service can
 find them. Commands go through ``docker exec`` wrapped so that their whole process tree can be
-killed on timeout; files and archives move through programs run as the sandbox user
-(:mod:`sandlot.runtime.docker_files`). Every engine failure becomes ``RuntimeUnavailable``
-(the engine does not answer) or ``SandboxStateError`` (this container is broken or gone).
+killed on timeout (:mod:`sandlot.runtime.docker_exec`); files and archives move through programs
+run as the sandbox user (:mod:`sandlot.runtime.docker_files`). Every engine failure becomes
+``RuntimeUnavailable`` (the engine does not answer) or ``SandboxStateError`` (this container
+is broken or gone).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -22,7 +22,7 @@ import aiohttp
 from aiodocker.stream import Stream
 
 from sandlot.domain.errors import ImageNotFound, RuntimeUnavailable, SandboxStateError
-from sandlot.runtime import docker_files
+from sandlot.runtime import docker_exec, docker_files
 from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
@@ -35,15 +35,13 @@ from sandlot.runtime.base import (
 )
 from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, container_config
 from sandlot.runtime.docker_reset import CleanSlate
-from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error, send_stdin
-from sandlot.runtime.output import CappedBuffer
-from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, OOM_COUNT, REPORT_PID_AND_EXEC, STATE_ROOT
+from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
+from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, OOM_COUNT, STATE_ROOT
 
 __all__ = ["DockerRuntime"]
 
 log = logging.getLogger(__name__)
 
-_SIGKILL_EXIT = 137
 # connecting must be quick; reading may take as long as a command or a transfer does
 _TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=None)
 _PING_SECONDS = 10.0
@@ -286,88 +284,12 @@ class DockerRuntime:
         output_limit: int = 1 << 20,
     ) -> ExecResult:
         """Run a program of ours (no pid wrapper, no tree kill) to completion."""
-        start = time.perf_counter()
-        out, err = CappedBuffer(output_limit), CappedBuffer(output_limit)
-        exe, stream = await self.attach(ref, argv, stdin=stdin is not None, helper=True)
-
-        async def collect() -> None:
-            with engine("exec"):
-                while (msg := await stream.read_out()) is not None:
-                    (out if msg.stream == 1 else err).write(msg.data)
-
-        try:
-            async with asyncio.timeout(limit_s):
-                reader = asyncio.ensure_future(collect())
-                try:
-                    if stdin is not None:
-                        await send_stdin(stream, stdin)
-                    await reader
-                finally:
-                    reader.cancel()
-        finally:
-            await stream.close()
-        return ExecResult(
-            exit_code=await self.exit_code(exe),
-            stdout=out.getvalue(),
-            stderr=err.getvalue(),
-            duration_ms=(time.perf_counter() - start) * 1000,
+        return await docker_exec.run_quick(
+            self, ref, argv, stdin=stdin, limit_s=limit_s, output_limit=output_limit
         )
 
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
-        request.validate()
-        start = time.perf_counter()
-        argv = ["/bin/sh", "-c", REPORT_PID_AND_EXEC, "sh", request.cwd or "", *request.argv()]
-        exe, stream = await self.attach(ref, argv, stdin=request.stdin is not None, env=request.env)
-        out = CappedBuffer(request.output_limit)
-        err = CappedBuffer(request.output_limit)
-        pid_line = bytearray()
-        pid: int | None = None
-        timed_out = False
-
-        async def pump() -> None:
-            nonlocal pid
-            async with stream:
-                if request.stdin is not None:
-                    await send_stdin(stream, request.stdin)
-                with engine("exec"):
-                    while (msg := await stream.read_out()) is not None:
-                        if msg.stream == 1:
-                            out.write(msg.data)
-                        elif pid is None:
-                            pid_line.extend(msg.data)
-                            head, sep, rest = bytes(pid_line).partition(b"\n")
-                            if sep:
-                                pid = int(head) if head.isdigit() else 0
-                                err.write(rest)
-                        else:
-                            err.write(msg.data)
-
-        task = asyncio.ensure_future(pump())
-        try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=request.timeout)
-        except TimeoutError:
-            timed_out = True
-            if pid:
-                await self._kill_session(ref, pid)
-            try:
-                await asyncio.wait_for(task, timeout=2.0)
-            except TimeoutError:
-                task.cancel()
-        exit_code: int | None = None
-        oom = False
-        if not timed_out:
-            exit_code = await self.exit_code(exe)
-            if exit_code == _SIGKILL_EXIT:
-                oom = await self.oom_killed(ref)
-        return ExecResult(
-            exit_code=exit_code,
-            stdout=out.getvalue(),
-            stderr=err.getvalue(),
-            duration_ms=(time.perf_counter() - start) * 1000,
-            timed_out=timed_out,
-            truncated=out.truncated or err.truncated,
-            oom_killed=oom,
-        )
+        return await docker_exec.run_command(self, ref, request)
 
     async def open_process(
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
@@ -378,27 +300,7 @@ class DockerRuntime:
     async def open_pty(
         self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
     ) -> PtyExecStream:
-        # the terminal's first line is its session leader's pid, so closing it can kill the
-        # whole session (the shell and whatever it still runs)
-        wrapped = ["/bin/sh", "-c", 'printf "%s\\n" "$$"; exec "$@"', "sh", *argv]
-        exe, stream = await self.attach(ref, wrapped, stdin=True, env=env, tty=True)
-        with engine("terminal"):
-            await exe.resize(h=rows, w=cols)
-            head = bytearray()
-            async with asyncio.timeout(10):
-                while b"\n" not in head and len(head) < 64:
-                    msg = await stream.read_out()
-                    if msg is None:
-                        break
-                    head.extend(msg.data)
-        line, _, rest = bytes(head).partition(b"\n")
-        pid = int(line.strip()) if line.strip().isdigit() else 0
-
-        async def kill() -> None:
-            if pid:
-                await self._kill_session(ref, pid)
-
-        return PtyExecStream(exe, stream, kill, initial=rest)
+        return await docker_exec.open_terminal(self, ref, argv, cols=cols, rows=rows, env=env)
 
     def state_dir(self, ref: str) -> str:
         return STATE_ROOT
@@ -413,7 +315,8 @@ class DockerRuntime:
         except (SandboxStateError, RuntimeUnavailable, TimeoutError) as exc:
             log.warning("could not kill process tree %s in %s: %s", pid, ref[:12], exc)
 
-    async def _kill_session(self, ref: str, sid: int) -> None:
+    async def kill_session(self, ref: str, sid: int) -> None:
+        """Kill process session ``sid`` (a command's, a terminal's) in the container."""
         try:
             await self.run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)])
         except (SandboxStateError, RuntimeUnavailable, TimeoutError) as exc:

@@ -14,57 +14,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import pty
-import secrets
 import shutil
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from sandlot.domain.errors import (
-    ImageNotFound,
-    InvalidInput,
-    NotFound,
-    PayloadTooLarge,
-    SandboxStateError,
-)
+from sandlot.domain.errors import ImageNotFound, InvalidInput, PayloadTooLarge, SandboxStateError
 from sandlot.runtime.archives import ArchiveReport
-from sandlot.runtime.base import (
-    LABEL_INSTANCE,
-    LABEL_MANAGED,
-    ExecRequest,
-    ExecResult,
-    FileStream,
-    OwnedSandbox,
-    SandboxSpec,
-)
+from sandlot.runtime.base import ExecRequest, ExecResult, FileStream, OwnedSandbox, SandboxSpec
 from sandlot.runtime.bridge import CHUNK, consume, produce, run_blocking
+from sandlot.runtime.local_bwrap import SANDBOX_STATE, Confinement
 from sandlot.runtime.local_fs import Workspace
+from sandlot.runtime.local_meta import (
+    META,
+    home_of,
+    make_home,
+    new_meta,
+    owned_sandboxes,
+    read_meta,
+    uid_of,
+)
 from sandlot.runtime.local_procs import LocalPty, PipeStream, kill_tree, kill_user, processes_of, set_winsize
+from sandlot.runtime.local_users import claim_uid, release_uid
 from sandlot.runtime.output import CappedBuffer
 
 __all__ = ["LOCAL_IMAGES", "LocalRuntime"]
 
 LOCAL_IMAGES = frozenset({"local", "sandlot/busybox:latest", "sandlot/python:3"})
-_UIDS = range(200_000, 300_000)  # host users of local sandboxes (one each, never shared)
-_STATE = "/run/sandlot"  # where a sandbox sees its state directory under bubblewrap
-
-_META = "sandbox.json"
-_ETC = (
-    "passwd",
-    "group",
-    "hosts",
-    "nsswitch.conf",
-    "resolv.conf",
-    "ld.so.cache",
-    "localtime",
-    "alternatives",
-    "ssl",
-    "ca-certificates",
-)
 
 
 class LocalRuntime:
@@ -72,10 +51,12 @@ class LocalRuntime:
     not enforced here (the workspace is a directory of the host).
 
     Isolated means bubblewrap is there and the service runs as root: then every sandbox runs
-    as a host user of its own (``_UIDS``, never another sandbox's, never the service's), so it
-    can signal, trace or write nothing but its own, its process count is bounded, and a reset
-    or a removal kills everything that user runs. Without root, sandboxes would run as the
-    service's own user: the service says so loudly, as for no bubblewrap at all."""
+    as a host user of its own (:mod:`~sandlot.runtime.local_users`, never another sandbox's,
+    never the service's), so it can signal, trace or write nothing but its own, its process
+    count is bounded, and a reset or a removal kills everything that user runs. Without root,
+    sandboxes would run as the service's own user: the service says so loudly, as for no
+    bubblewrap at all. How a command is confined is :mod:`~sandlot.runtime.local_bwrap`; the
+    record of a sandbox is :mod:`~sandlot.runtime.local_meta`."""
 
     name = "local"
     disk_limits = False
@@ -83,12 +64,10 @@ class LocalRuntime:
     def __init__(self, root: Path, instance: str = "default") -> None:
         self._root = root.absolute()  # bubblewrap and child processes run elsewhere
         self._instance = instance
-        self._bwrap = shutil.which("bwrap")
-        self._prlimit = shutil.which("prlimit")
-        self._setpriv = shutil.which("setpriv")
+        self._confine = Confinement.of_host()
         self._procs: dict[str, set[int]] = {}
-        self._own_users = os.geteuid() == 0 and self._setpriv is not None
-        self.isolated = self._bwrap is not None and self._own_users
+        self._own_users = os.geteuid() == 0 and self._confine.setpriv is not None
+        self.isolated = self._confine.bwrap is not None and self._own_users
 
     async def close(self) -> None:
         for ref in list(self._procs):
@@ -98,46 +77,21 @@ class LocalRuntime:
         self._root.mkdir(parents=True, exist_ok=True)
         self._root.chmod(0o700)  # the service's alone: sandboxes reach only their own parts
 
-    def _uid(self, meta: dict[str, object]) -> int | None:
-        uid = meta.get("uid")
-        return int(uid) if isinstance(uid, int) else None
-
-    def _claim_uid(self) -> int | None:
-        """A host user no other sandbox of this host has (a claim file, made exclusively)."""
-        if not self._own_users:
-            return None
-        claims = self._root / ".uids"
-        claims.mkdir(mode=0o700, exist_ok=True)
-        for _ in range(1000):
-            uid = _UIDS.start + secrets.randbelow(len(_UIDS))
-            try:
-                os.close(os.open(claims / str(uid), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            except FileExistsError:
-                continue
-            return uid
-        raise SandboxStateError("no free host user for a local sandbox")
-
     async def image_exists(self, image: str) -> bool:
         return image in LOCAL_IMAGES
 
     def _dir(self, ref: str) -> Path:
-        if not ref or "/" in ref or ref.startswith(".") or "\x00" in ref:
-            raise NotFound(f"no local sandbox {ref!r}")
-        return self._root / ref
+        return home_of(self._root, ref)
 
     def ref_for(self, sandbox_id: str) -> str:
         return sandbox_id
 
     def _workspace(self, ref: str, workspace: str) -> Workspace:
-        uid = self._uid(self._meta(ref))
+        uid = uid_of(self._meta(ref))
         return Workspace(self._dir(ref) / "workspace", workspace, None if uid is None else (uid, uid))
 
     def _meta(self, ref: str) -> dict[str, object]:
-        try:
-            meta: dict[str, object] = json.loads((self._dir(ref) / _META).read_text())
-        except (OSError, ValueError) as exc:
-            raise SandboxStateError(f"local sandbox {ref} is gone") from exc
-        return meta
+        return read_meta(self._root, ref)
 
     async def create(self, spec: SandboxSpec) -> str:
         if spec.image not in LOCAL_IMAGES:
@@ -150,108 +104,27 @@ class LocalRuntime:
             )
         ref = spec.sandbox_id
         await self.ping()
-        uid = await asyncio.to_thread(self._claim_uid)
-        meta = {
-            "labels": {LABEL_MANAGED: "1", LABEL_INSTANCE: self._instance, **spec.labels},
-            "env": dict(spec.env),
-            "workspace": spec.workspace,
-            "memory_mb": spec.limits.memory_mb,
-            "pids": spec.limits.pids,
-            "uid": uid,
-        }
-
-        def make() -> None:
-            home = self._dir(ref)
-            home.mkdir(mode=0o700)
-            for part in ("workspace", "state"):
-                (home / part).mkdir(mode=0o700)
-                if uid is not None:
-                    os.chown(home / part, uid, uid)
-            (home / _META).write_text(json.dumps(meta))
-
-        await asyncio.to_thread(make)
+        uid = await asyncio.to_thread(claim_uid, self._root) if self._own_users else None
+        meta = new_meta(spec, self._instance, uid)
+        await asyncio.to_thread(make_home, self._dir(ref), meta, uid)
         return ref
 
     async def remove(self, ref: str) -> None:
         uid = None
         with contextlib.suppress(SandboxStateError):
-            uid = self._uid(self._meta(ref))
+            uid = uid_of(self._meta(ref))
         self._kill_all(ref, uid)
         await asyncio.to_thread(shutil.rmtree, self._dir(ref), True)
         if uid is not None:
-            (self._root / ".uids" / str(uid)).unlink(missing_ok=True)
+            release_uid(self._root, uid)
 
     async def is_running(self, ref: str) -> bool:
-        return (self._dir(ref) / _META).is_file()
+        return (self._dir(ref) / META).is_file()
 
     async def list_owned(self, instance: str | None = None) -> list[OwnedSandbox]:
-        def scan() -> list[OwnedSandbox]:
-            found: list[OwnedSandbox] = []
-            if not self._root.is_dir():
-                return found
-            for child in self._root.iterdir():
-                try:
-                    labels = json.loads((child / _META).read_text())["labels"]
-                except (OSError, ValueError, KeyError):
-                    continue
-                if instance is None or labels.get(LABEL_INSTANCE) == instance:
-                    found.append(OwnedSandbox(ref=child.name, labels=labels, running=True))
-            return found
-
-        return await asyncio.to_thread(scan)
+        return await asyncio.to_thread(owned_sandboxes, self._root, instance)
 
     # -- commands ---------------------------------------------------------------------------
-
-    def _argv(self, ref: str, meta: dict[str, object], request: ExecRequest) -> list[str]:
-        host_ws = str(self._dir(ref) / "workspace")
-        workspace = str(meta["workspace"])
-        cwd = request.cwd or workspace
-        argv: list[str] = []
-        uid = self._uid(meta)
-        if self._prlimit is not None:
-            memory = int(meta["memory_mb"]) * 1024 * 1024  # type: ignore[call-overload]
-            argv += [self._prlimit, f"--as={memory}"]
-            if uid is not None:  # counted per user: the sandbox's own
-                argv.append(f"--nproc={int(meta['pids'])}")  # type: ignore[call-overload]
-            argv.append("--")
-        if self._bwrap is None:
-            return argv + request.argv()
-        # No pid namespace: pids stay host pids, so kill_tree can find a command's tree.
-        argv += [self._bwrap, "--die-with-parent", "--unshare-ipc", "--unshare-uts"]
-        argv += ["--unshare-cgroup-try", "--unshare-net"]
-        if uid is None:
-            argv += ["--unshare-user", "--uid", "1000", "--gid", "1000"]
-        for d in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"):
-            argv += ["--ro-bind-try", d, d]
-        # directories bubblewrap makes itself are private to root unless told otherwise
-        argv += ["--perms", "0755", "--dir", "/etc"]
-        for name in _ETC:
-            argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        argv += ["--bind", host_ws, workspace, "--perms", "1777", "--tmpfs", "/tmp"]
-        argv += ["--perms", "0755", "--dir", "/run", "--bind", str(self._dir(ref) / "state"), _STATE]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
-        argv += ["--chdir", cwd]
-        if uid is not None:  # bubblewrap sets up as root; the command runs as the sandbox's user
-            assert self._setpriv is not None
-            argv += [self._setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
-            argv += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
-        return [*argv, *request.argv()]
-
-    def _env(self, meta: dict[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
-        home = str(meta["workspace"]) if self._bwrap else host_ws
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": home}
-        env.update(dict(meta.get("env") or {}))  # type: ignore[call-overload]
-        env.update(request.env)
-        return env
-
-    def _host_cwd(self, ref: str, meta: dict[str, object], cwd: str | None) -> str:
-        host_ws = self._dir(ref) / "workspace"
-        if self._bwrap is not None or cwd is None:
-            return str(host_ws)
-        rel = os.path.relpath(cwd, str(meta["workspace"]))
-        if rel == ".." or rel.startswith("../"):
-            raise InvalidInput("without bubblewrap, cwd must be inside the workspace", field="cwd")
-        return str(host_ws / rel)
 
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
         request.validate()
@@ -260,12 +133,12 @@ class LocalRuntime:
         host_ws = str(self._dir(ref) / "workspace")
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self._argv(ref, meta, request),
+                *self._confine.argv(self._dir(ref), meta, request),
                 stdin=asyncio.subprocess.PIPE if request.stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=self._host_cwd(ref, meta, request.cwd),
-                env=self._env(meta, request, host_ws),
+                cwd=self._confine.host_cwd(self._dir(ref), meta, request.cwd),
+                env=self._confine.env(meta, request, host_ws),
                 start_new_session=True,
             )
         except FileNotFoundError as exc:
@@ -322,12 +195,12 @@ class LocalRuntime:
         request = ExecRequest(list(argv), env=env or {})
         host_ws = str(self._dir(ref) / "workspace")
         proc = await asyncio.create_subprocess_exec(
-            *self._argv(ref, meta, request),
+            *self._confine.argv(self._dir(ref), meta, request),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=host_ws,
-            env=self._env(meta, request, host_ws),
+            env=self._confine.env(meta, request, host_ws),
             start_new_session=True,
         )
         self._procs.setdefault(ref, set()).add(proc.pid)
@@ -343,12 +216,12 @@ class LocalRuntime:
         set_winsize(master, cols, rows)
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self._argv(ref, meta, request),
+                *self._confine.argv(self._dir(ref), meta, request),
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,
                 cwd=host_ws,
-                env=self._env(meta, request, host_ws),
+                env=self._confine.env(meta, request, host_ws),
                 start_new_session=True,
             )
         finally:
@@ -357,20 +230,20 @@ class LocalRuntime:
         return LocalPty(proc, master)
 
     def state_dir(self, ref: str) -> str:
-        if self._bwrap is None:
+        if self._confine.bwrap is None:
             return str(self._dir(ref) / "state")  # commands run on this host as they are
-        return _STATE
+        return SANDBOX_STATE
 
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
         # the pid came from inside the sandbox: only its own user's processes may be touched
-        uid = self._uid(self._meta(ref))
+        uid = uid_of(self._meta(ref))
         await asyncio.to_thread(kill_tree, pid, include_root, uid)
 
     async def oom_killed(self, ref: str) -> bool:
         return False  # memory is bounded by prlimit: an allocation fails instead
 
     async def reset(self, ref: str, workspace: str) -> None:
-        uid = self._uid(self._meta(ref))
+        uid = uid_of(self._meta(ref))
         await asyncio.to_thread(self._kill_all, ref, uid)
         survivors = await asyncio.to_thread(processes_of, uid) if uid is not None else []
         if survivors:

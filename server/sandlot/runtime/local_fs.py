@@ -5,7 +5,8 @@ symbolic links in its workspace at any time. So no path is ever handed to the ke
 each component is opened relative to its parent with ``O_NOFOLLOW``, and a link is followed by
 hand, only while it stays in the workspace (an absolute target must name the in-sandbox
 workspace; a ``..`` never climbs above it). A component swapped for a link between a look and
-an open fails the open instead of being followed.
+an open fails the open instead of being followed. Reading the whole tree (its size, its
+archive) is :mod:`sandlot.runtime.local_tree`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,11 @@ from sandlot.domain.errors import (
     PayloadTooLarge,
 )
 from sandlot.runtime.archives import ArchiveReport
+from sandlot.runtime.local_tree import DIR_FLAGS, export_tree, tree_size
 
 __all__ = ["MAX_LINK_HOPS", "Workspace"]
 
 MAX_LINK_HOPS = 40
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO never blocks the open
 
 
 class _Place:
@@ -97,8 +97,11 @@ class Workspace:
             place.close()
 
     def _walk(self, rel: str, make_parents: bool, follow_last: bool, shown: str) -> _Place:
+        """Resolve ``rel`` one component at a time from the workspace's own descriptor. The
+        stack of open directories is the path so far (``..`` pops it, an absolute link target
+        starts it again at the root), so no path inside the workspace is resolved whole."""
         try:
-            root = os.open(self.host, _DIR)
+            root = os.open(self.host, DIR_FLAGS)
         except FileNotFoundError as exc:
             raise NotFound("the sandbox's workspace is gone") from exc
         stack = [root]
@@ -109,56 +112,27 @@ class Workspace:
                 raise InvalidInput(f"{shown!r} is the workspace itself", path=shown)
             while True:
                 name = todo.popleft()
-                if name in ("", "."):
-                    if not todo:
-                        raise InvalidInput(f"{shown!r} names a directory", path=shown)
-                    continue
-                if name == "..":
-                    if len(stack) == 1:
-                        raise PathOutsideWorkspace(
-                            f"path {shown!r} resolves outside the workspace", path=shown
-                        )
-                    os.close(stack.pop())
-                    if not todo:
-                        raise InvalidInput(f"{shown!r} names a directory", path=shown)
+                if name in ("", ".", ".."):
+                    _step_back(name, stack, todo, shown)
                     continue
                 last = not todo
                 if last and not follow_last:
                     return _Place(stack, name)
-                try:
-                    info = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
-                except FileNotFoundError:
-                    if last:
-                        return _Place(stack, name)
-                    if not make_parents:
-                        raise NotFound(f"nothing at {shown!r}", path=shown) from None
-                    _mkdir(name, stack[-1], shown)
-                    self._own_name(name, stack[-1])
-                    info = os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+                info = self._look(name, stack[-1], last=last, make_parents=make_parents, shown=shown)
+                if info is None:  # the last name, not there yet
+                    return _Place(stack, name)
                 if stat.S_ISLNK(info.st_mode):
                     hops += 1
                     if hops > MAX_LINK_HOPS:
                         raise InvalidInput(f"too many links in {shown!r}", path=shown)
-                    target = os.readlink(name, dir_fd=stack[-1])
-                    if target.startswith("/"):
-                        try:
-                            rel = self._relative(target.rstrip("/") or "/")
-                        except PathOutsideWorkspace:
-                            raise PathOutsideWorkspace(
-                                f"path {shown!r} resolves outside the workspace", path=shown
-                            ) from None
-                        for fd in stack[1:]:
-                            os.close(fd)
-                        stack = [root]
-                        target = rel
-                    todo.extendleft(reversed([p for p in target.split("/") if p] or ["."]))
+                    self._follow(name, stack, todo, shown)
                     continue
                 if last:
                     return _Place(stack, name)
                 if not stat.S_ISDIR(info.st_mode):
                     raise InvalidInput(f"a parent of {shown!r} is not a directory", path=shown)
                 try:
-                    stack.append(os.open(name, _DIR, dir_fd=stack[-1]))
+                    stack.append(os.open(name, DIR_FLAGS, dir_fd=stack[-1]))
                 except OSError as exc:  # swapped for a link since the look: never followed
                     raise Conflict(f"{shown!r} changed while it was opened") from exc
         except BaseException:
@@ -166,6 +140,41 @@ class Workspace:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             raise
+
+    def _look(
+        self, name: str, dir_fd: int, *, last: bool, make_parents: bool, shown: str
+    ) -> os.stat_result | None:
+        """The lstat of ``name`` in ``dir_fd``. A missing last name is None (the caller may be
+        about to make it); a missing parent is made when asked, and given to the sandbox's
+        user, so what an upload creates is the sandbox's own."""
+        try:
+            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            if last:
+                return None
+            if not make_parents:
+                raise NotFound(f"nothing at {shown!r}", path=shown) from None
+            _mkdir(name, dir_fd, shown)
+            self._own_name(name, dir_fd)
+            return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+
+    def _follow(self, name: str, stack: list[int], todo: deque[str], shown: str) -> None:
+        """Put the target of the link ``name`` (in ``stack[-1]``) before what is left to walk.
+        An absolute target must name the in-sandbox workspace: the walk goes back to its root
+        (closing the directories above it), since the host's root is never the sandbox's."""
+        target = os.readlink(name, dir_fd=stack[-1])
+        if target.startswith("/"):
+            try:
+                rel = self._relative(target.rstrip("/") or "/")
+            except PathOutsideWorkspace:
+                raise PathOutsideWorkspace(
+                    f"path {shown!r} resolves outside the workspace", path=shown
+                ) from None
+            for fd in stack[1:]:
+                os.close(fd)
+            del stack[1:]
+            target = rel
+        todo.extendleft(reversed([p for p in target.split("/") if p] or ["."]))
 
     # -- files --------------------------------------------------------------------------------
 
@@ -236,7 +245,7 @@ class Workspace:
         for name, mode in report.fixups():
             with self.place(f"{self.inside}/{name}", make_parents=False, follow_last=False) as where:
                 try:
-                    fd = os.open(where.leaf, _DIR, dir_fd=where.dir)
+                    fd = os.open(where.leaf, DIR_FLAGS, dir_fd=where.dir)
                 except OSError:
                     continue  # no longer a directory of ours: nothing to restrict
                 try:
@@ -252,7 +261,7 @@ class Workspace:
                 self._own_name(where.leaf, where.dir)
             elif not stat.S_ISDIR(old.st_mode):
                 raise InvalidInput(f"archive member {member.name!r} is a directory; a file is there")
-            fd = os.open(where.leaf, _DIR, dir_fd=where.dir)
+            fd = os.open(where.leaf, DIR_FLAGS, dir_fd=where.dir)
             try:
                 os.fchmod(fd, member.mode & 0o777)
             finally:
@@ -283,93 +292,12 @@ class Workspace:
 
     # -- reading the whole tree ----------------------------------------------------------------
 
-    def _entries(self) -> Iterator[tuple[str, os.stat_result, int | None, int]]:
-        """Every entry under the workspace, by descriptor: (relative name, its lstat, an open
-        descriptor for a regular file or None, the descriptor of its directory). Entries that
-        change kind or vanish while the walk passes are left out; nothing is followed."""
-        root = os.open(self.host, _DIR)
-        stack: list[tuple[int, str]] = [(root, "")]
-        try:
-            while stack:
-                dir_fd, prefix = stack.pop()
-                try:
-                    names = sorted(os.listdir(dir_fd))
-                except OSError:
-                    os.close(dir_fd)
-                    continue
-                below: list[tuple[int, str]] = []
-                for name in names:
-                    try:
-                        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                        handle = None
-                        if stat.S_ISDIR(info.st_mode):
-                            below.append((os.open(name, _DIR, dir_fd=dir_fd), f"{prefix}{name}/"))
-                        elif stat.S_ISREG(info.st_mode):
-                            handle = os.open(name, _FILE, dir_fd=dir_fd)
-                            info = os.fstat(handle)
-                            if not stat.S_ISREG(info.st_mode):
-                                os.close(handle)
-                                continue
-                        elif not stat.S_ISLNK(info.st_mode):
-                            continue  # FIFOs, sockets, devices: not part of a workspace archive
-                    except OSError:
-                        continue
-                    yield f"{prefix}{name}", info, handle, dir_fd
-                os.close(dir_fd)
-                stack.extend(reversed(below))
-        finally:
-            for dir_fd, _ in stack:
-                with contextlib.suppress(OSError):
-                    os.close(dir_fd)
-
     def size(self) -> int:
-        total = 0
-        for _, info, handle, _ in self._entries():
-            if handle is not None:
-                os.close(handle)
-                total += info.st_size
-        return total
+        return tree_size(self.host)
 
     def export(self, writer: IO[bytes]) -> None:
         """The workspace as a workspace archive (see :mod:`archives`), read by descriptor."""
-        with tarfile.open(fileobj=writer, mode="w|", format=tarfile.GNU_FORMAT) as tar:
-            for name, info, handle, dir_fd in self._entries():
-                entry = tarfile.TarInfo(name)
-                entry.mode, entry.mtime = stat.S_IMODE(info.st_mode), int(info.st_mtime)
-                entry.uid, entry.gid = 1000, 1000
-                if stat.S_ISDIR(info.st_mode):
-                    entry.type = tarfile.DIRTYPE
-                    tar.addfile(entry)
-                elif stat.S_ISLNK(info.st_mode):
-                    try:
-                        entry.type, entry.linkname = (
-                            tarfile.SYMTYPE,
-                            os.readlink(name.rpartition("/")[2], dir_fd=dir_fd),
-                        )
-                    except OSError:
-                        continue
-                    tar.addfile(entry)
-                elif handle is not None:
-                    entry.size = info.st_size
-                    with os.fdopen(handle, "rb") as data:
-                        tar.addfile(entry, _Exactly(data, info.st_size))
-
-
-class _Exactly:
-    """A file read as ``size`` bytes whatever happens to it meanwhile: cut when it grew,
-    padded with zeros when it shrank (as tar does with a file that changed as it was read)."""
-
-    def __init__(self, handle: IO[bytes], size: int) -> None:
-        self._handle = handle
-        self._left = size
-
-    def read(self, n: int = -1) -> bytes:
-        n = self._left if n < 0 else min(n, self._left)
-        data = self._handle.read(n) if n else b""
-        if len(data) < n:
-            data += bytes(n - len(data))
-        self._left -= len(data)
-        return data
+        export_tree(self.host, writer)
 
 
 def _mkdir(name: str, parent: int, shown: str) -> None:
@@ -381,3 +309,15 @@ def _mkdir(name: str, parent: int, shown: str) -> None:
         if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise InvalidInput(f"{shown!r}: permission denied", path=shown) from exc
         raise
+
+
+def _step_back(name: str, stack: list[int], todo: deque[str], shown: str) -> None:
+    """Walk a ``.`` (or empty) component, which stays put, or a ``..``, which closes the last
+    directory but never the workspace's own. Neither may end the path (it would name a
+    directory, and a file is asked for)."""
+    if name == "..":
+        if len(stack) == 1:
+            raise PathOutsideWorkspace(f"path {shown!r} resolves outside the workspace", path=shown)
+        os.close(stack.pop())
+    if not todo:
+        raise InvalidInput(f"{shown!r} names a directory", path=shown)

@@ -1,0 +1,109 @@
+"""The command line a local sandbox's command runs under.
+
+Which confining programs this host has decides what isolation a local sandbox gets:
+bubblewrap gives a command fresh namespaces (no network, a private /tmp, the workspace mounted
+where the sandbox sees it, system directories read-only), prlimit bounds its memory and (as a
+user of its own) its process count, and setpriv drops it to the sandbox's host user once
+bubblewrap has set up as root. They are found once, and the command line is built here from
+what was found, so the runtime and this builder never disagree about it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandlot.domain.errors import InvalidInput
+from sandlot.runtime.base import ExecRequest
+from sandlot.runtime.local_meta import uid_of
+
+__all__ = ["SANDBOX_STATE", "Confinement"]
+
+SANDBOX_STATE = "/run/sandlot"  # where a sandbox sees its state directory under bubblewrap
+
+_ETC = (
+    "passwd",
+    "group",
+    "hosts",
+    "nsswitch.conf",
+    "resolv.conf",
+    "ld.so.cache",
+    "localtime",
+    "alternatives",
+    "ssl",
+    "ca-certificates",
+)
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """The confining programs this host has (their paths, or None) and the command lines,
+    environments and working directories built with them. ``home`` is a sandbox's directory
+    and ``meta`` its record (see :mod:`sandlot.runtime.local_meta`)."""
+
+    bwrap: str | None
+    prlimit: str | None
+    setpriv: str | None
+
+    @classmethod
+    def of_host(cls) -> Confinement:
+        return cls(shutil.which("bwrap"), shutil.which("prlimit"), shutil.which("setpriv"))
+
+    def argv(self, home: Path, meta: Mapping[str, object], request: ExecRequest) -> list[str]:
+        """``request``'s command wrapped in the programs there are (prlimit, then bubblewrap,
+        then setpriv), in that order so each sets up what the next relies on."""
+        host_ws = str(home / "workspace")
+        workspace = str(meta["workspace"])
+        cwd = request.cwd or workspace
+        argv: list[str] = []
+        uid = uid_of(meta)
+        if self.prlimit is not None:
+            memory = int(meta["memory_mb"]) * 1024 * 1024  # type: ignore[call-overload]
+            argv += [self.prlimit, f"--as={memory}"]
+            if uid is not None:  # counted per user: the sandbox's own
+                argv.append(f"--nproc={int(meta['pids'])}")  # type: ignore[call-overload]
+            argv.append("--")
+        if self.bwrap is None:
+            return argv + request.argv()
+        # No pid namespace: pids stay host pids, so kill_tree can find a command's tree.
+        argv += [self.bwrap, "--die-with-parent", "--unshare-ipc", "--unshare-uts"]
+        argv += ["--unshare-cgroup-try", "--unshare-net"]
+        if uid is None:
+            argv += ["--unshare-user", "--uid", "1000", "--gid", "1000"]
+        for d in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32"):
+            argv += ["--ro-bind-try", d, d]
+        # directories bubblewrap makes itself are private to root unless told otherwise
+        argv += ["--perms", "0755", "--dir", "/etc"]
+        for name in _ETC:
+            argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        argv += ["--bind", host_ws, workspace, "--perms", "1777", "--tmpfs", "/tmp"]
+        argv += ["--perms", "0755", "--dir", "/run", "--bind", str(home / "state"), SANDBOX_STATE]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
+        argv += ["--chdir", cwd]
+        if uid is not None:  # bubblewrap sets up as root; the command runs as the sandbox's user
+            assert self.setpriv is not None
+            argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+            argv += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
+        return [*argv, *request.argv()]
+
+    def env(self, meta: Mapping[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
+        """The command's whole environment: nothing of the service's own leaks in."""
+        home = str(meta["workspace"]) if self.bwrap else host_ws
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": home}
+        env.update(dict(meta.get("env") or {}))  # type: ignore[call-overload]
+        env.update(request.env)
+        return env
+
+    def host_cwd(self, home: Path, meta: Mapping[str, object], cwd: str | None) -> str:
+        """Where the command starts on this host. Under bubblewrap it changes directory itself
+        (to ``cwd`` as the sandbox sees it); without, ``cwd`` maps into the host workspace."""
+        host_ws = home / "workspace"
+        if self.bwrap is not None or cwd is None:
+            return str(host_ws)
+        rel = os.path.relpath(cwd, str(meta["workspace"]))
+        if rel == ".." or rel.startswith("../"):
+            raise InvalidInput("without bubblewrap, cwd must be inside the workspace", field="cwd")
+        return str(host_ws / rel)
