@@ -26,7 +26,7 @@ from sandlot.domain.pools import NO_POOL, PoolBounds, bounds_for, refill_count
 from sandlot.domain.status import SandboxStatus
 from sandlot.features.base import SandboxContext
 from sandlot.observability.metrics import PoolFigures
-from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span
+from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span, traced
 from sandlot.runtime.base import Limits
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
@@ -187,12 +187,9 @@ class PoolService:
             log.debug("environment %s has no pool for %s: created on demand", env.name, image)
         return row
 
+    @traced("pool.release", sandbox="row.id", image="row.image", reason="reason")
     async def release(self, row: Sandbox, env: Environment | None, reason: str) -> None:
         """After a session: reset the sandbox and return it to the pool, or shut it down."""
-        with span("pool.release", sandbox=row.id, image=row.image, reason=reason):
-            await self._release(row, env, reason)
-
-    async def _release(self, row: Sandbox, env: Environment | None, reason: str) -> None:
         bounds = self.bounds(env, row.image) if env is not None else NO_POOL
         if bounds.pooled and row.runtime_ref is not None:
             try:

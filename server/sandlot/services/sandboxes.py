@@ -15,23 +15,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from sqlmodel import col, select
 
 from sandlot.domain.env import validate_env
-from sandlot.domain.errors import (
-    Conflict,
-    ImageNotFound,
-    InvalidInput,
-    NoCapacity,
-    NotPermitted,
-    QuotaExceeded,
-    SandboxStateError,
-)
+from sandlot.domain.errors import Conflict, ImageNotFound, InvalidInput, SandboxStateError
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_cwd, resolve_workspace_path
 from sandlot.domain.status import IllegalTransition, SandboxStatus
 from sandlot.observability.metrics import METRICS
-from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span, traced_env
+from sandlot.observability.tracing import SANDBOX_SPANS, span, traced, traced_env
 from sandlot.runtime.base import (
     LABEL_SANDBOX,
     LABEL_TENANT,
@@ -43,10 +34,11 @@ from sandlot.runtime.base import (
     SandboxSpec,
 )
 from sandlot.services.accounts import Principal
+from sandlot.services.quotas import check_quota
 from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
-from sandlot.store.repositories import ACTIVE, PoolRepository, SandboxRepository
-from sandlot.store.tables import Sandbox, SandboxEvent, Tenant
+from sandlot.store.repositories import ACTIVE, SandboxRepository
+from sandlot.store.tables import Sandbox, SandboxEvent
 from sandlot.store.types import utcnow
 
 __all__ = ["NewSandbox", "SandboxService"]
@@ -71,6 +63,11 @@ class NewSandbox:
     network: bool = False
     ttl_seconds: int | None = None
     read_only_root: bool = False
+
+
+def _provisioned(row: Sandbox) -> dict[str, str]:
+    """The ``sandbox.provision`` span's attribute known only once the sandbox exists."""
+    return {"sandbox": row.id}
 
 
 class SandboxService:
@@ -141,6 +138,13 @@ class SandboxService:
         image, limits, ttl = self._resolve(ask)
         return await self.provision(principal.tenant_id, image, limits, ttl, ask)
 
+    @traced(
+        "sandbox.provision",
+        result=_provisioned,
+        tenant="tenant_id",
+        image="image",
+        environment="environment_id",
+    )
     async def provision(
         self,
         tenant_id: str,
@@ -155,40 +159,9 @@ class SandboxService:
         for_session: str | None = None,
         setup: Callable[[Sandbox, str], Awaitable[None]] | None = None,
     ) -> Sandbox:
-        """Create a sandbox (see :meth:`_provision`), as a ``sandbox.provision`` span."""
-        with span("sandbox.provision", tenant=tenant_id, image=image, environment=environment_id) as sp:
-            row = await self._provision(
-                tenant_id,
-                image,
-                limits,
-                ttl,
-                ask,
-                environment_id=environment_id,
-                extra_labels=extra_labels,
-                pool_max=pool_max,
-                for_session=for_session,
-                setup=setup,
-            )
-            sp.set_attribute(ATTR["sandbox"], row.id)
-            SANDBOX_SPANS.remember(row.id)
-            return row
-
-    async def _provision(
-        self,
-        tenant_id: str,
-        image: str,
-        limits: Limits,
-        ttl: int | None,
-        ask: NewSandbox,
-        *,
-        environment_id: str | None = None,
-        extra_labels: Mapping[str, str] | None = None,
-        pool_max: tuple[str, int] | None = None,
-        for_session: str | None = None,
-        setup: Callable[[Sandbox, str], Awaitable[None]] | None = None,
-    ) -> Sandbox:
         """Create a sandbox row within the tenant's quota, start its container, and bring it
-        to ready. Used for direct sandboxes and for pool members alike.
+        to ready, as a ``sandbox.provision`` span. Used for direct sandboxes and for pool
+        members alike.
 
         ``pool_max`` = (environment id, max): refuse with ``NoCapacity`` when that pool already
         has ``max`` live sandboxes of this image; checked under the tenant row lock so two
@@ -198,24 +171,29 @@ class SandboxService:
         it fails the sandbox is shut down and the error is a ``SandboxStateError``."""
         if not await self.runtime.image_exists(image):
             raise ImageNotFound(f"image {image!r} is not available on this runtime", image=image)
+        row = await self._admit(tenant_id, image, limits, ttl, ask, environment_id, pool_max)
+        await self.move(row.id, S.SETTING_UP, "starting container")
+        ref = await self._start_container(row, limits, ask, extra_labels)
+        if setup is not None:
+            await self._set_up(row, ref, setup)
+        row = await self._hand_over(row, ref, for_session)
+        SANDBOX_SPANS.remember(row.id)  # background work on this sandbox links to this span
+        return row
+
+    async def _admit(
+        self,
+        tenant_id: str,
+        image: str,
+        limits: Limits,
+        ttl: int | None,
+        ask: NewSandbox,
+        environment_id: str | None,
+        pool_max: tuple[str, int] | None,
+    ) -> Sandbox:
+        """Write the sandbox's row (``created``) in the same transaction as the quota check,
+        so the row counts against the quota before the lock on the tenant is let go."""
         async with self._sessions.begin() as session:
-            tenant = await self._lock_tenant(session, tenant_id)
-            if ask.network and not tenant.allow_network:
-                raise NotPermitted("this tenant may not create sandboxes with network access")
-            count, memory, cpus = await SandboxRepository(session, tenant_id).usage()
-            if count + 1 > tenant.max_sandboxes:
-                raise QuotaExceeded(f"tenant has {count} live sandboxes; its quota is {tenant.max_sandboxes}")
-            if memory + limits.memory_mb > tenant.max_memory_mb:
-                raise QuotaExceeded(f"memory quota is {tenant.max_memory_mb} MB; {memory} MB in use")
-            if cpus + limits.cpus > tenant.max_cpus + 1e-9:
-                raise QuotaExceeded(f"cpu quota is {tenant.max_cpus}; {cpus:g} in use")
-            if pool_max is not None:
-                env_id, most = pool_max
-                counts = await PoolRepository(session).counts(env_id)
-                if sum(n for (img, _), n in counts.items() if img == image) >= most:
-                    raise NoCapacity(
-                        f"the {image!r} pool is full ({most} sandboxes); retry shortly", retry_after=2
-                    )
+            await check_quota(session, tenant_id, image, limits, network=ask.network, pool_max=pool_max)
             now = utcnow()
             row = Sandbox(
                 tenant_id=tenant_id,
@@ -234,12 +212,19 @@ class SandboxService:
                 environment_id=environment_id,
             )
             await SandboxRepository(session, tenant_id).add(row, "requested")
-        await self.move(row.id, S.SETTING_UP, "starting container")
-        labels = {LABEL_TENANT: tenant_id, LABEL_SANDBOX: row.id, **(extra_labels or {})}
+        return row
+
+    async def _start_container(
+        self, row: Sandbox, limits: Limits, ask: NewSandbox, extra_labels: Mapping[str, str] | None
+    ) -> str:
+        """Start the sandbox's container and return its reference. The row is not locked while
+        the container starts (a slow start holds no database lock); one that fails to start
+        leaves the sandbox ``offline``."""
+        labels = {LABEL_TENANT: row.tenant_id, LABEL_SANDBOX: row.id, **(extra_labels or {})}
         spec = SandboxSpec(
             sandbox_id=row.id,
-            tenant_id=tenant_id,
-            image=image,
+            tenant_id=row.tenant_id,
+            image=row.image,
             limits=limits,
             env=dict(ask.env),
             network=ask.network,
@@ -248,19 +233,26 @@ class SandboxService:
             labels=labels,
         )
         try:
-            ref = await self.runtime.create(spec)
+            return await self.runtime.create(spec)
         except BaseException as exc:
             await self.move(row.id, S.OFFLINE, f"start failed: {exc}"[:500])
             raise
-        if setup is not None:
-            try:
-                await setup(row, ref)
-            except Exception as exc:
-                await self.runtime.remove(ref)
-                await self.move(row.id, S.OFFLINE, f"setup failed: {exc}"[:500], runtime_ref=ref)
-                if isinstance(exc, SandboxStateError):
-                    raise
-                raise SandboxStateError(f"sandbox setup failed: {exc}") from exc
+
+    async def _set_up(self, row: Sandbox, ref: str, setup: Callable[[Sandbox, str], Awaitable[None]]) -> None:
+        """Run ``setup`` on the started container; a sandbox that fails it is removed and
+        goes ``offline``, and the caller sees a ``SandboxStateError`` whatever the cause."""
+        try:
+            await setup(row, ref)
+        except Exception as exc:
+            await self.runtime.remove(ref)
+            await self.move(row.id, S.OFFLINE, f"setup failed: {exc}"[:500], runtime_ref=ref)
+            if isinstance(exc, SandboxStateError):
+                raise
+            raise SandboxStateError(f"sandbox setup failed: {exc}") from exc
+
+    async def _hand_over(self, row: Sandbox, ref: str, for_session: str | None) -> Sandbox:
+        """Move the started sandbox to ``ready`` (or ``acquired`` by ``for_session``). A sandbox
+        shut down while it started cannot move: its container is removed, the caller gets 409."""
         try:
             if for_session is not None:
                 return await self.move(
@@ -274,12 +266,6 @@ class SandboxService:
         except IllegalTransition:  # shut down (deleted, reconciled) while it was starting
             await self.runtime.remove(ref)
             raise Conflict(f"sandbox {row.id} was shut down while it started") from None
-
-    async def _lock_tenant(self, session: AsyncSession, tenant_id: str) -> Tenant:
-        """Lock the tenant row so concurrent creates cannot both pass the quota check."""
-        query = select(Tenant).where(col(Tenant.id) == tenant_id).with_for_update()
-        tenant = (await session.scalars(query)).one()
-        return tenant
 
     async def move(
         self,
@@ -370,15 +356,11 @@ class SandboxService:
         await self.get(principal, sandbox_id)  # 404 for other tenants' ids
         await self.shutdown(sandbox_id, "deleted by client")
 
+    @traced("sandbox.shutdown", sandbox="sandbox_id", reason="reason")
     async def shutdown(self, sandbox_id: str, reason: str, *, only_if: SandboxStatus | None = None) -> bool:
-        """:meth:`_shutdown` as a ``sandbox.shutdown`` span."""
-        with span("sandbox.shutdown", sandbox=sandbox_id, reason=reason):
-            return await self._shutdown(sandbox_id, reason, only_if)
-
-    async def _shutdown(self, sandbox_id: str, reason: str, only_if: SandboxStatus | None) -> bool:
-        """Take a sandbox to offline, removing its container. Idempotent. With ``only_if``,
-        only a sandbox still in that status (checked under the row lock); returns whether it
-        was shut down by this call or already offline."""
+        """Take a sandbox to offline, removing its container, as a ``sandbox.shutdown`` span.
+        Idempotent. With ``only_if``, only a sandbox still in that status (checked under the
+        row lock); returns whether it was shut down by this call or already offline."""
         async with self._sessions.begin() as session:
             repo = SandboxRepository(session, None)
             row = await repo.get(sandbox_id, lock=True)

@@ -5,51 +5,43 @@ applicable features' ``setup_session`` hooks and materialises the manifest into 
 Ending it runs ``teardown_session`` and hands the sandbox back to the pool after a reset (or
 shuts it down when the environment keeps no pool). A ``SandboxStateError`` during an activity
 shuts the sandbox down and ends the session; the next session gets a healthy replacement.
-Suspend and resume live in :mod:`sandlot.services.parking`.
+Suspend and resume live in :mod:`sandlot.services.parking`, launching a session's sandbox in
+:mod:`sandlot.services.launch` and the activity call path in :mod:`sandlot.services.calls`;
+this service composes them and owns ending sessions.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import (
-    Conflict,
-    InvalidInput,
-    NotFound,
-    SandboxStateError,
-    SandlotError,
-)
+from sandlot.domain.errors import Conflict, SandboxStateError, SandlotError
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED, SESSION_SUSPENDED, SandboxStatus
 from sandlot.features.base import Feature, SessionContext
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.metrics import METRICS
-from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span
+from sandlot.observability.tracing import SANDBOX_SPANS, span, traced
 from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import Principal
-from sandlot.services.activities import ActivityRecord, ActivityRecorder
-from sandlot.services.assets import AssetService, resolve_placeholders
+from sandlot.services.activities import ActivityRecorder
+from sandlot.services.assets import AssetService
+from sandlot.services.calls import ActivityCalls
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.launch import ManifestFile, SessionLauncher, check_client_ref, new_session
 from sandlot.services.parking import SessionParking
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
 from sandlot.settings import Settings
-from sandlot.store.blobs import one_chunk
 from sandlot.store.repositories import EnvironmentRepository, SessionRepository
-from sandlot.store.tables import Activity, Asset, Environment, Sandbox, Session, Snapshot, new_id
+from sandlot.store.tables import Activity, Environment, Sandbox, Session, Snapshot
 from sandlot.store.types import utcnow
 
 __all__ = ["ACTIVE", "ENDED", "SUSPENDED", "ManifestFile", "SessionService"]
@@ -59,24 +51,17 @@ T = TypeVar("T")
 
 S = SandboxStatus
 ACTIVE, SUSPENDED, ENDED = SESSION_ACTIVE, SESSION_SUSPENDED, SESSION_ENDED
-_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_SERVICE_PREFIX = "ses"
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestFile:
-    """A file to place in the workspace when the session starts."""
-
-    path: str
-    content: bytes
-
-
-def _summary(args: Mapping[str, Any]) -> str:
-    text = json.dumps(args, default=str, sort_keys=True)
-    return text if len(text) <= 500 else text[:497] + "..."
+def _started(started: tuple[Session, bool]) -> dict[str, Any]:
+    """The ``session.start`` span's attributes known only once the session has its sandbox."""
+    row, warm = started
+    return {"session": row.id, "sandbox": row.sandbox_id or "", "image": row.image, "warm": warm}
 
 
 class SessionService:
+    """The one place sessions start, run activities and end."""
+
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -106,17 +91,43 @@ class SessionService:
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
-        self._parking = SessionParking(
-            sessions=sessions,
-            reads=reads,
-            environments=environments,
-            pools=pools,
-            sandboxes=sandboxes,
-            shells=shells,
-            snapshots=snapshots,
+        self._parking, self._launcher, self._calls = self._parts()
+
+    def _parts(self) -> tuple[SessionParking, SessionLauncher, ActivityCalls]:
+        """The concepts moved out of this service (suspend and resume, launching a session, the
+        activity call path), built on its stores, services and cache of hot sessions."""
+        parking = SessionParking(
+            sessions=self._sessions,
+            reads=self._reads,
+            environments=self._environments,
+            pools=self._pools,
+            sandboxes=self._sandboxes,
+            shells=self._shells,
+            snapshots=self.snapshots,
             hot=self._hot,
             context=self._context,
         )
+        launcher = SessionLauncher(
+            sessions=self._sessions,
+            environments=self._environments,
+            pools=self._pools,
+            sandboxes=self._sandboxes,
+            snapshots=self.snapshots,
+            assets=self.assets,
+            context=self._context,
+            finish=self._finish,
+        )
+        calls = ActivityCalls(
+            environments=self._environments,
+            shells=self._shells,
+            recorder=self.recorder,
+            hot=self._hot,
+            context=self._context,
+            end=self._end,
+            reload=self._reload,
+            sandbox_lost=self._sandbox_lost,
+        )
+        return parking, launcher, calls
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -137,25 +148,9 @@ class SessionService:
             shells=self._shells,
         )
 
-    def _pick_image(self, env: Environment, image: str | None, feature: str | None) -> str:
-        if image is not None:
-            if image not in env.images:
-                raise InvalidInput(
-                    f"image {image!r} is not one of environment {env.name!r}'s images", field="image"
-                )
-            return image
-        if feature is not None:
-            wanted = self.features_of(env).get(feature)
-            if wanted is None:
-                raise InvalidInput(f"environment {env.name!r} has no feature {feature!r}", field="feature")
-            for candidate in env.images:
-                if wanted.applies_to(candidate):
-                    return candidate
-            raise InvalidInput(f"no image of {env.name!r} supports feature {feature!r}", field="feature")
-        return env.images[0]
-
     # -- lifecycle ---------------------------------------------------------------------------
 
+    @traced("session.start", result=_started, tenant="principal.tenant_id", environment="environment")
     async def start(
         self,
         principal: Principal,
@@ -169,94 +164,23 @@ class SessionService:
         assets: Sequence[tuple[str, str | None]] = (),
     ) -> tuple[Session, bool]:
         """Start a session; returns it and whether its sandbox came warm from the pool.
-        ``snapshot_id``: the workspace and shell state start as that snapshot's."""
+        ``snapshot_id``: the workspace and shell state start as that snapshot's. Everything the
+        request names is checked before a sandbox is taken (see :mod:`sandlot.services.launch`)."""
         started = time.perf_counter()
-        with span("session.start", tenant=principal.tenant_id, environment=environment) as sp:
-            snap = await self.snapshots.get(principal, snapshot_id) if snapshot_id else None
-            placed = await self.assets.resolve(principal, assets) if assets else None
-            row, warm = await self._start(
-                principal, environment, image, feature, session_id, manifest, snap, placed
-            )
-            sp.set_attributes(
-                {ATTR["session"]: row.id, ATTR["sandbox"]: row.sandbox_id or "", ATTR["image"]: row.image}
-            )
-            sp.set_attribute(ATTR["warm"], warm)
-        METRICS.acquire.labels("warm" if warm else "cold").observe(time.perf_counter() - started)
-        return row, warm
-
-    async def _start(
-        self,
-        principal: Principal,
-        environment: str,
-        image: str | None,
-        feature: str | None,
-        session_id: str | None,
-        manifest: Sequence[ManifestFile],
-        snap: Snapshot | None,
-        placed: list[tuple[Asset, str]] | None,
-    ) -> tuple[Session, bool]:
+        snap = await self.snapshots.get(principal, snapshot_id) if snapshot_id else None
+        placed = await self.assets.resolve(principal, assets) if assets else None
         principal.require(Scope.SANDBOXES_WRITE)
-        if session_id is not None and (
-            not _SESSION_ID_RE.match(session_id) or session_id.startswith(f"{_SERVICE_PREFIX}_")
-        ):
-            raise InvalidInput(
-                f"session_id must be 1-64 of [A-Za-z0-9_.-], not starting with {_SERVICE_PREFIX}_",
-                field="session_id",
-            )
+        check_client_ref(session_id)
         env = await self._environments.cached(principal.visible_tenant, environment)
-        chosen = self._pick_image(env, image, feature)
-        paths = [resolve_workspace_path("/workspace", f.path) for f in manifest]
-        sid = new_id(_SERVICE_PREFIX)
-        now = utcnow()
-        row = Session(
-            id=sid,
-            client_ref=session_id,
-            tenant_id=env.tenant_id,
-            environment_id=env.id,
-            image=chosen,
-            status=ACTIVE,
-            state={"environment": env.name, "image": chosen},
-            expires_at=now + timedelta(seconds=env.session_ttl_seconds) if env.session_ttl_seconds else None,
-        )
-        # Warm path: claim a ready sandbox straight into the session and record the session,
-        # atomically (one statement on PostgreSQL).
+        chosen = self._launcher.pick_image(env, image, feature)
+        files = [(resolve_workspace_path("/workspace", f.path), f) for f in manifest]
+        row = new_session(env, chosen, session_id)
         if session_id is not None:  # references are the tenant's own: no one else's can collide
             async with self._reads() as session:
                 await SessionRepository(session, None).refuse_existing(env.tenant_id, session_id)
-        box = await self._pools.claim(env, chosen, row, f"session {sid} started")
-        warm = box is not None
-        try:
-            if box is None:
-                box = await self._pools.create_for(env, chosen, sid)
-                row.sandbox_id = box.id
-                async with self._sessions.begin() as session:
-                    await SessionRepository(session, None).add(row)
-                box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sid} started")
-            ctx = self._context(row, box)
-            if snap is not None:
-                await self.snapshots.restore(snap, box, sid)
-            if placed:
-                await self._place_assets(row, box, placed)
-            for feat in self._environments.sandbox_features(env, chosen):
-                await feat.setup_session(ctx)
-            for path, item in zip(paths, manifest, strict=True):
-                await self.transfers.write_file(box, path, one_chunk(item.content), len(item.content))
-        except BaseException as exc:
-            log.warning("session %s failed to start: %s", sid, exc)
-            if box is not None:
-                await self._sandboxes.shutdown(box.id, f"session start failed: {exc}"[:500])
-            with contextlib.suppress(NotFound):
-                await self._finish(sid, f"start failed: {exc}"[:500])
-            raise
+        warm = await self._launcher.launch(env, row, snap, placed, files)
+        METRICS.acquire.labels("warm" if warm else "cold").observe(time.perf_counter() - started)
         return row, warm
-
-    async def _place_assets(self, row: Session, box: Sandbox, placed: list[tuple[Asset, str]]) -> None:
-        where = await self.assets.place(box, placed)
-        paths = {name: f"{box.workspace.rstrip('/')}/{rel}" for name, rel in where.items()}
-        row.state = {**row.state, "assets": paths}
-        async with self._sessions.begin() as session:
-            stored = await SessionRepository(session, None).get(row.id, lock=True)
-            stored.state = {**stored.state, "assets": paths}
 
     @staticmethod
     def _repo(session: AsyncSession, principal: Principal) -> SessionRepository:
@@ -306,11 +230,10 @@ class SessionService:
             row.ended_at = utcnow()
             return row, previous
 
+    @traced("session.end", session="session_id", reason="reason")
     async def _end(self, session_id: str, reason: str) -> Session:
-        with span("session.end", session=session_id, reason=reason):
-            return await self._end_untraced(session_id, reason)
-
-    async def _end_untraced(self, session_id: str, reason: str) -> Session:
+        """End the session, then hand its sandbox back to the pool after the features'
+        ``teardown_session`` hooks (a sandbox that fails that is shut down instead)."""
         finished = await self._finish(session_id, reason)
         self._hot.pop(session_id, None)
         if finished is None:
@@ -423,6 +346,8 @@ class SessionService:
         activity_name: str,
         args: Mapping[str, Any],
     ) -> Any:
+        """Run a feature activity in the caller's session (see :mod:`sandlot.services.calls`).
+        A session whose shell this process holds is taken from the cache without a read."""
         principal.require(Scope.SANDBOXES_WRITE)
         hot = self._hot.get(session_id) if self._shells.alive(session_id) else None
         box: Sandbox | None
@@ -431,70 +356,7 @@ class SessionService:
         else:
             async with self._reads() as session:
                 sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
-        session_id = sess.id  # from here on the service's id (the caller may have used its own)
-        env = await self._environments.cached(None, sess.environment_id)
-        if sess.status != ACTIVE:
-            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
-        if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
-            await self._end(session_id, "sandbox lost")
-            raise SandboxStateError(f"the sandbox of session {session_id} is gone; start a new session")
-        feature = self.features_of(env).get(feature_name)
-        if feature is None or not feature.applies_to(box.image):
-            raise NotFound(f"feature {feature_name!r} is not available in this session")
-        spec = feature.activities().get(activity_name)
-        if spec is None:
-            raise NotFound(f"feature {feature_name!r} has no activity {activity_name!r}")
-        args = resolve_placeholders(dict(args), sess.state.get("assets") or {})
-        try:
-            parsed = spec.args.model_validate(dict(args))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "args"
-            raise InvalidInput(f"{field}: {first['msg']}", field=field) from exc
-        record = ActivityRecord(
-            tenant_id=sess.tenant_id,
-            session_id=sess.id,
-            sandbox_id=box.id,
-            feature=feature_name,
-            name=activity_name,
-            args_summary=_summary(args),
-        )
-        started = time.perf_counter()
-        activity_span = span(
-            f"activity {feature_name}.{activity_name}",
-            tenant=sess.tenant_id,
-            environment=env.name,
-            image=box.image,
-            sandbox=box.id,
-            session=sess.id,
-            feature=feature_name,
-            activity=activity_name,
-        )
-        try:
-            with activity_span:
-                result = await spec.method(feature, self._context(sess, box), parsed)
-            self._hot[session_id] = (sess, box)
-            return result
-        except SandlotError as exc:
-            record.error, record.error_code = exc.message[:1000], exc.code
-            if isinstance(exc, SandboxStateError):
-                self._hot.pop(session_id, None)
-                fresh = await self._reload(session_id)
-                if fresh.status != ACTIVE:  # ended elsewhere: its reset killed our shell
-                    await self._shells.close(session_id)
-                    raise Conflict(f"session {session_id} is {fresh.status}", status=fresh.status) from exc
-                await self._sandbox_lost(sess, box, exc)
-            raise
-        except Exception as exc:
-            record.error, record.error_code = str(exc)[:1000], "internal_error"
-            raise
-        finally:
-            record.duration_ms = (time.perf_counter() - started) * 1000
-            self.recorder.record(record)
-            outcome = "ok" if record.error_code is None else "error"
-            METRICS.activities.labels(feature_name, activity_name, outcome).inc()
-            if record.error_code is not None:
-                METRICS.activity_errors.labels(feature_name, activity_name, record.error_code).inc()
+        return await self._calls.call(sess, box, feature_name, activity_name, args)
 
     async def sandboxes_lost(self, sandbox_ids: Sequence[str]) -> None:
         """End the active sessions whose sandboxes the reconciler found gone (a suspended one

@@ -1,0 +1,164 @@
+"""The activity call path: one feature activity run in a session's sandbox.
+
+This is the hot path of Sandlot (every shell command is one call), so it trusts the session
+service's cache of hot sessions and hands its record to the batching
+:class:`~sandlot.services.activities.ActivityRecorder` instead of writing it. Each call checks
+the session and its sandbox, finds the activity, validates its arguments, runs it as an
+``activity <feature>.<name>`` span and records and counts it whatever the outcome. A sandbox
+that breaks during a call ends the session. Kept apart from
+:class:`~sandlot.services.sessions.SessionService`, which finds the caller's session and
+composes this back in.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from sandlot.domain.errors import Conflict, InvalidInput, NotFound, SandboxStateError, SandlotError
+from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
+from sandlot.domain.status import SandboxStatus as S
+from sandlot.features.base import ActivityArgs, ActivitySpec, SessionContext
+from sandlot.observability.metrics import METRICS
+from sandlot.observability.tracing import span
+from sandlot.runtime.shell import ShellManager
+from sandlot.services.activities import ActivityRecord, ActivityRecorder
+from sandlot.services.assets import resolve_placeholders
+from sandlot.services.environments import EnvironmentService
+from sandlot.store.tables import Environment, Sandbox, Session
+
+__all__ = ["ActivityCalls"]
+
+
+def _summary(args: Mapping[str, Any]) -> str:
+    text = json.dumps(args, default=str, sort_keys=True)
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _parse(spec: ActivitySpec, args: Mapping[str, Any]) -> ActivityArgs:
+    """The activity's arguments as its model; the first validation error is the client's 422."""
+    try:
+        return spec.args.model_validate(dict(args))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "args"
+        raise InvalidInput(f"{field}: {first['msg']}", field=field) from exc
+
+
+class ActivityCalls:
+    """Shares the session service's cache of hot sessions; ``end``, ``reload`` and
+    ``sandbox_lost`` are the session service's own (ending a session is its business)."""
+
+    def __init__(
+        self,
+        *,
+        environments: EnvironmentService,
+        shells: ShellManager,
+        recorder: ActivityRecorder,
+        hot: dict[str, tuple[Session, Sandbox]],
+        context: Callable[[Session, Sandbox], SessionContext],
+        end: Callable[[str, str], Awaitable[Session]],
+        reload: Callable[[str], Awaitable[Session]],
+        sandbox_lost: Callable[[Session, Sandbox, SandboxStateError], Awaitable[None]],
+    ) -> None:
+        self._environments = environments
+        self._shells = shells
+        self._recorder = recorder
+        self._hot = hot
+        self._context = context
+        self._end = end
+        self._reload = reload
+        self._sandbox_lost = sandbox_lost
+
+    async def call(
+        self,
+        sess: Session,
+        box: Sandbox | None,
+        feature_name: str,
+        activity_name: str,
+        args: Mapping[str, Any],
+    ) -> Any:
+        """Run ``feature_name.activity_name`` with ``args`` in the session ``sess`` (found by
+        the caller, with the sandbox it holds)."""
+        session_id = sess.id  # the service's id (the caller may have used its own)
+        env = await self._environments.cached(None, sess.environment_id)
+        if sess.status != ACTIVE:
+            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+        if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
+            await self._end(session_id, "sandbox lost")
+            raise SandboxStateError(f"the sandbox of session {session_id} is gone; start a new session")
+        feature = self._environments.features_of(env).get(feature_name)
+        if feature is None or not feature.applies_to(box.image):
+            raise NotFound(f"feature {feature_name!r} is not available in this session")
+        spec = feature.activities().get(activity_name)
+        if spec is None:
+            raise NotFound(f"feature {feature_name!r} has no activity {activity_name!r}")
+        args = resolve_placeholders(dict(args), sess.state.get("assets") or {})
+        parsed = _parse(spec, args)
+        record = ActivityRecord(
+            tenant_id=sess.tenant_id,
+            session_id=sess.id,
+            sandbox_id=box.id,
+            feature=feature_name,
+            name=activity_name,
+            args_summary=_summary(args),
+        )
+        return await self._run(sess, box, env, record, lambda ctx: spec.method(feature, ctx, parsed))
+
+    async def _run(
+        self,
+        sess: Session,
+        box: Sandbox,
+        env: Environment,
+        record: ActivityRecord,
+        invoke: Callable[[SessionContext], Awaitable[Any]],
+    ) -> Any:
+        """Run the activity (``invoke``) as its span; a success makes the session hot, and every
+        outcome is recorded and counted (an error by its code)."""
+        started = time.perf_counter()
+        activity_span = span(
+            f"activity {record.feature}.{record.name}",
+            tenant=sess.tenant_id,
+            environment=env.name,
+            image=box.image,
+            sandbox=box.id,
+            session=sess.id,
+            feature=record.feature,
+            activity=record.name,
+        )
+        try:
+            with activity_span:
+                result = await invoke(self._context(sess, box))
+            self._hot[sess.id] = (sess, box)
+            return result
+        except SandlotError as exc:
+            record.error, record.error_code = exc.message[:1000], exc.code
+            if isinstance(exc, SandboxStateError):
+                await self._sandbox_broke(sess, box, exc)
+            raise
+        except Exception as exc:
+            record.error, record.error_code = str(exc)[:1000], "internal_error"
+            raise
+        finally:
+            record.duration_ms = (time.perf_counter() - started) * 1000
+            self._recorder.record(record)
+            outcome = "ok" if record.error_code is None else "error"
+            METRICS.activities.labels(record.feature, record.name, outcome).inc()
+            if record.error_code is not None:
+                METRICS.activity_errors.labels(record.feature, record.name, record.error_code).inc()
+
+    async def _sandbox_broke(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
+        """The sandbox failed during the activity: when the session was ended elsewhere (its
+        reset killed our shell) the client gets 409 for the ended session; otherwise the
+        sandbox is lost and the session ends."""
+        session_id = sess.id
+        self._hot.pop(session_id, None)
+        fresh = await self._reload(session_id)
+        if fresh.status != ACTIVE:  # ended elsewhere: its reset killed our shell
+            await self._shells.close(session_id)
+            raise Conflict(f"session {session_id} is {fresh.status}", status=fresh.status) from exc
+        await self._sandbox_lost(sess, box, exc)
