@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sandlot.api.deps import Services
 from sandlot.features.registry import FeatureRegistry
+from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import TracedRuntime, Tracing
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.select import make_runtime
@@ -120,11 +121,12 @@ async def _services(
     # Reads on the request path skip BEGIN/ROLLBACK round trips.
     reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
     registry = FeatureRegistry.discover()
-    shells = ShellManager(rt)
+    metrics = Metrics()
+    shells = ShellManager(rt, metrics)
     recorder = ActivityRecorder(sessions)
     transfers = Transfers(rt, settings)
     await transfers.clean_spool()
-    sandboxes = SandboxService(sessions, rt, settings, transfers)
+    sandboxes = SandboxService(sessions, rt, settings, transfers, metrics)
     environments = EnvironmentService(sessions, registry, reads)
     pools = PoolService(engine, sessions, sandboxes, environments)
     blobs = FileBlobStore(settings.data_dir / "blobs")
@@ -156,7 +158,7 @@ async def _services(
         snapshots=snapshots,
         assets=assets,
         terminals=TerminalService(accounts, sandboxes, session_service),
-        health=HealthService(reads, rt, pools),
+        health=HealthService(reads, rt, pools, metrics),
     )
     return services, recorder, shells
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from sandlot.domain.patterns import compile_pattern
 
 if TYPE_CHECKING:
+    from sandlot.observability.metrics import Metrics
     from sandlot.runtime.base import SandboxRuntime
     from sandlot.runtime.shell import PersistentShell, ShellManager
     from sandlot.settings import Settings
@@ -53,6 +54,7 @@ class SessionContext(SandboxContext):
     session_id: str = ""
     tenant_id: str = ""
     shells: ShellManager | None = None
+    metrics: Metrics | None = None
 
     def shell(self) -> PersistentShell:
         assert self.shells is not None

@@ -10,7 +10,6 @@ from sandlot.domain.env import validate_env
 from sandlot.domain.errors import SandboxStateError, SandlotError
 from sandlot.domain.paths import resolve_cwd
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
-from sandlot.observability.metrics import METRICS
 from sandlot.observability.tracing import traced_env
 from sandlot.runtime.base import ExecRequest
 from sandlot.runtime.output import decode_input, decode_output
@@ -93,7 +92,8 @@ class ShellFeature(Feature):
             output_limit=ctx.settings.exec_output_limit,
         )
         res = await ctx.runtime.exec(ctx.ref, request)
-        METRICS.command.labels("exec").observe(res.duration_ms / 1000)
+        if ctx.metrics is not None:
+            ctx.metrics.command.labels("exec").observe(res.duration_ms / 1000)
         return _result(res, res.oom_killed)
 
     async def teardown_session(self, ctx: SessionContext) -> None:

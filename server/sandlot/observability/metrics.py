@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 
 from sandlot.domain.status import SandboxStatus
 
-__all__ = ["METRICS", "Metrics", "PoolFigures"]
+__all__ = ["Metrics", "PoolFigures"]
 
 _FAST = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -32,6 +32,8 @@ class PoolFigures:
 
 
 class Metrics:
+    """One app's metrics, in its own registry (built by the app; every API worker has one)."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -97,7 +99,3 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-#: The process's metrics (one registry per process, like the API worker it lives in).
-METRICS = Metrics()

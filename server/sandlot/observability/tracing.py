@@ -36,7 +36,6 @@ from sandlot.settings import Settings
 
 __all__ = [
     "ATTR",
-    "SANDBOX_SPANS",
     "SandboxSpans",
     "TracedRuntime",
     "Tracing",
@@ -278,10 +277,6 @@ class SandboxSpans:
 
     def links(self, sandbox_ids: list[str]) -> list[Link]:
         return [Link(self._spans[s], {ATTR["sandbox"]: s}) for s in sandbox_ids if s in self._spans]
-
-
-#: The process's memory of which span created which sandbox.
-SANDBOX_SPANS = SandboxSpans()
 
 
 class TracedRuntime:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 
 from sandlot.domain.errors import Conflict, InvalidInput, SandboxStateError
-from sandlot.observability.metrics import METRICS
+from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import current_traceparent
 from sandlot.runtime.base import ProcessStream, SandboxRuntime
 from sandlot.runtime.output import CappedBuffer
@@ -115,8 +115,9 @@ class _Framed:
 class PersistentShell:
     """One attached shell; commands run one at a time (a second caller gets ``Conflict``)."""
 
-    def __init__(self, runtime: SandboxRuntime, ref: str, key: str) -> None:
+    def __init__(self, runtime: SandboxRuntime, ref: str, key: str, metrics: Metrics | None = None) -> None:
         self._runtime = runtime
+        self._metrics = metrics
         self._ref = ref
         self._key = key
         self._stream: ProcessStream | None = None
@@ -197,7 +198,8 @@ class PersistentShell:
                 if self._stream is None:
                     await self._start()
                 result = await self._run(command, timeout, silence_timeout, output_limit, traceparent)
-                METRICS.command.labels("shell").observe(result.duration_ms / 1000)
+                if self._metrics is not None:
+                    self._metrics.command.labels("shell").observe(result.duration_ms / 1000)
                 return result
             except SandboxStateError:
                 self.broken = True
@@ -264,8 +266,9 @@ class PersistentShell:
 class ShellManager:
     """The attached shells of this process, one per session, opened on first use."""
 
-    def __init__(self, runtime: SandboxRuntime) -> None:
+    def __init__(self, runtime: SandboxRuntime, metrics: Metrics | None = None) -> None:
         self._runtime = runtime
+        self._metrics = metrics
         self._shells: dict[str, PersistentShell] = {}
 
     def alive(self, session_id: str) -> bool:
@@ -277,7 +280,7 @@ class ShellManager:
     def get(self, session_id: str, ref: str) -> PersistentShell:
         shell = self._shells.get(session_id)
         if shell is None or shell.broken:
-            shell = PersistentShell(self._runtime, ref, session_id)
+            shell = PersistentShell(self._runtime, ref, session_id, self._metrics)
             self._shells[session_id] = shell
         return shell
 

@@ -23,7 +23,7 @@ from sandlot.domain.errors import Conflict, InvalidInput, NotFound, SandboxState
 from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
 from sandlot.domain.status import SandboxStatus as S
 from sandlot.features.base import ActivityArgs, ActivitySpec, SessionContext
-from sandlot.observability.metrics import METRICS
+from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import span
 from sandlot.runtime.shell import ShellManager
 from sandlot.services.activities import ActivityRecord, ActivityRecorder
@@ -64,7 +64,9 @@ class ActivityCalls:
         end: Callable[[str, str], Awaitable[Session]],
         reload: Callable[[str], Awaitable[Session]],
         sandbox_lost: Callable[[Session, Sandbox, SandboxStateError], Awaitable[None]],
+        metrics: Metrics,
     ) -> None:
+        self._metrics = metrics
         self._environments = environments
         self._shells = shells
         self._recorder = recorder
@@ -147,9 +149,9 @@ class ActivityCalls:
             record.duration_ms = (time.perf_counter() - started) * 1000
             self._recorder.record(record)
             outcome = "ok" if record.error_code is None else "error"
-            METRICS.activities.labels(record.feature, record.name, outcome).inc()
+            self._metrics.activities.labels(record.feature, record.name, outcome).inc()
             if record.error_code is not None:
-                METRICS.activity_errors.labels(record.feature, record.name, record.error_code).inc()
+                self._metrics.activity_errors.labels(record.feature, record.name, record.error_code).inc()
 
     async def _sandbox_broke(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
         """The sandbox failed during the activity: when the session was ended elsewhere (its

@@ -6,7 +6,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from sandlot.domain.errors import SandlotError
-from sandlot.observability.metrics import METRICS
+from sandlot.observability.metrics import Metrics
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.services.pools import PoolService
 
@@ -15,8 +15,13 @@ __all__ = ["HealthService"]
 
 class HealthService:
     def __init__(
-        self, reads: async_sessionmaker[AsyncSession], runtime: SandboxRuntime, pools: PoolService
+        self,
+        reads: async_sessionmaker[AsyncSession],
+        runtime: SandboxRuntime,
+        pools: PoolService,
+        metrics: Metrics,
     ) -> None:
+        self._metrics = metrics
         self._reads = reads
         self._runtime = runtime
         self._pools = pools
@@ -49,5 +54,5 @@ class HealthService:
             up = True
         except SandlotError:
             up = False
-        METRICS.refresh(by_status, pools, self._runtime.name, up)
-        return METRICS.render()
+        self._metrics.refresh(by_status, pools, self._runtime.name, up)
+        return self._metrics.render()

@@ -26,7 +26,7 @@ from sandlot.domain.pools import NO_POOL, PoolBounds, bounds_for, refill_count
 from sandlot.domain.status import SandboxStatus
 from sandlot.features.base import SandboxContext
 from sandlot.observability.metrics import PoolFigures
-from sandlot.observability.tracing import ATTR, SANDBOX_SPANS, span, traced
+from sandlot.observability.tracing import ATTR, span, traced
 from sandlot.runtime.base import Limits
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
@@ -136,7 +136,7 @@ class PoolService:
             try:
                 with span(
                     "feature.housekeep",
-                    links=SANDBOX_SPANS.links([row.id]),
+                    links=self._sandboxes.spans.links([row.id]),
                     sandbox=row.id,
                     image=row.image,
                     feature=feature.name,

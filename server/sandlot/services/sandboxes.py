@@ -21,8 +21,8 @@ from sandlot.domain.errors import Conflict, ImageNotFound, InvalidInput, Sandbox
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_cwd, resolve_workspace_path
 from sandlot.domain.status import IllegalTransition, SandboxStatus
-from sandlot.observability.metrics import METRICS
-from sandlot.observability.tracing import SANDBOX_SPANS, span, traced, traced_env
+from sandlot.observability.metrics import Metrics
+from sandlot.observability.tracing import SandboxSpans, span, traced, traced_env
 from sandlot.runtime.base import (
     LABEL_SANDBOX,
     LABEL_TENANT,
@@ -79,15 +79,15 @@ class SandboxService:
         runtime: SandboxRuntime,
         settings: Settings,
         transfers: Transfers | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._sessions = sessions
         self.runtime = runtime
         self.settings = settings
         self.transfers = transfers or Transfers(runtime, settings)
-
-    @property
-    def sessions(self) -> async_sessionmaker[AsyncSession]:
-        return self._sessions
+        #: this app's metrics, and which span created each sandbox (for background work's links)
+        self.metrics = metrics or Metrics()
+        self.spans = SandboxSpans()
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -177,7 +177,7 @@ class SandboxService:
         if setup is not None:
             await self._set_up(row, ref, setup)
         row = await self._hand_over(row, ref, for_session)
-        SANDBOX_SPANS.remember(row.id)  # background work on this sandbox links to this span
+        self.spans.remember(row.id)  # background work on this sandbox links to this span
         return row
 
     async def _admit(
@@ -315,7 +315,7 @@ class SandboxService:
         try:
             with span("sandbox.exec", tenant=row.tenant_id, sandbox=row.id, image=row.image):
                 result = await self.runtime.exec(row.runtime_ref, request)
-            METRICS.command.labels("exec").observe(result.duration_ms / 1000)
+            self.metrics.command.labels("exec").observe(result.duration_ms / 1000)
             return result
         except SandboxStateError as exc:
             await self._broken(row, exc)
@@ -390,7 +390,7 @@ class SandboxService:
         for row in expired:
             try:
                 with span(
-                    "reaper.expire_sandbox", root=True, links=SANDBOX_SPANS.links([row.id]), sandbox=row.id
+                    "reaper.expire_sandbox", root=True, links=self.spans.links([row.id]), sandbox=row.id
                 ):
                     await self.shutdown(row.id, "ttl expired")
                 done += 1

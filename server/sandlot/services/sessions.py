@@ -26,8 +26,7 @@ from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED, SESSION_SUSPENDED, SandboxStatus
 from sandlot.features.base import Feature, SessionContext
 from sandlot.features.registry import FeatureRegistry
-from sandlot.observability.metrics import METRICS
-from sandlot.observability.tracing import SANDBOX_SPANS, span, traced
+from sandlot.observability.tracing import span, traced
 from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import Principal
 from sandlot.services.activities import ActivityRecorder
@@ -126,6 +125,7 @@ class SessionService:
             end=self._end,
             reload=self._reload,
             sandbox_lost=self._sandbox_lost,
+            metrics=self._sandboxes.metrics,
         )
         return parking, launcher, calls
 
@@ -146,6 +146,7 @@ class SessionService:
             session_id=sess.id,
             tenant_id=sess.tenant_id,
             shells=self._shells,
+            metrics=self._sandboxes.metrics,
         )
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -179,7 +180,9 @@ class SessionService:
             async with self._reads() as session:
                 await SessionRepository(session, None).refuse_existing(env.tenant_id, session_id)
         warm = await self._launcher.launch(env, row, snap, placed, files)
-        METRICS.acquire.labels("warm" if warm else "cold").observe(time.perf_counter() - started)
+        self._sandboxes.metrics.acquire.labels("warm" if warm else "cold").observe(
+            time.perf_counter() - started
+        )
         return row, warm
 
     @staticmethod
@@ -286,7 +289,7 @@ class SessionService:
                 reason = "idle timeout"
             if reason is None:
                 continue
-            links = SANDBOX_SPANS.links([row.sandbox_id] if row.sandbox_id else [])
+            links = self._sandboxes.spans.links([row.sandbox_id] if row.sandbox_id else [])
             try:
                 if reason == "idle timeout" and env is not None and env.idle_action == "suspend":
                     with span("reaper.suspend_session", root=True, links=links, session=row.id):
