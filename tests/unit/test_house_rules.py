@@ -1,4 +1,5 @@
-"""The layer order holds: a module imports only from its own layer or the ones below it.
+"""The house rules that a reading can check: the layer order (a module imports only from its own
+layer or the ones below it), and small modules and functions.
 
 domain < settings < observability < store < runtime < features < services < api < wiring <
 the entry points (app, startup, cli). Imports under ``TYPE_CHECKING`` count too: a type from a higher
@@ -74,3 +75,23 @@ def test_the_check_sees_an_upward_import() -> None:
     tree = ast.parse("from sandlot.services.sessions import SessionService\n")
     assert [_layer(top) for _, top in _imported(tree)] == [_layer("services")]
     assert _layer("services") > _layer("features")
+
+
+#: The size bars of STYLE.md: a module over this many lines, or a function over that many, is
+#: asking to be split.
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 60
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_and_functions_stay_small(path: Path) -> None:
+    text = path.read_text()
+    assert text.count("\n") <= MAX_MODULE_LINES, f"{path.name} has {text.count(chr(10))} lines"
+    long = [
+        f"{node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long, f"{path.name}: {long}"
