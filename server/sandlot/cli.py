@@ -273,7 +273,7 @@ async def _images(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
     import aiodocker
 
     from sandlot.domain.errors import RuntimeUnavailable
-    from sandlot.services.images import ImageService
+    from sandlot.runtime.docker_images import ImageService
 
     docker = aiodocker.Docker(url=settings.docker_url)
     try:
@@ -328,7 +328,7 @@ def images_import(rootfs: Path, name: str, as_json: bool) -> None:
 @json_option
 def images_build_offline(which: tuple[str, ...], force: bool, as_json: bool) -> None:
     """Build sandlot/busybox:latest and sandlot/python:3 from Debian packages, no registry."""
-    from sandlot.services.images import BUILTIN_IMAGES
+    from sandlot.runtime.docker_images import BUILTIN_IMAGES
 
     def progress(line: str) -> None:
         click.echo(line, err=as_json)

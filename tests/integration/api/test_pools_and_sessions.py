@@ -13,7 +13,7 @@ from pathlib import Path
 import aiodocker
 import pytest
 
-from sandlot.services.images import ImageService
+from sandlot.runtime.docker_images import ImageService
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import Api
 
