@@ -95,3 +95,20 @@ def test_modules_and_functions_stay_small(path: Path) -> None:
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not long, f"{path.name}: {long}"
+
+
+def test_only_the_runtime_talks_to_docker() -> None:
+    outside = [
+        str(path.relative_to(PACKAGE))
+        for path in MODULES
+        if _top(path) != "runtime"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(
+            name.split(".")[0] == "aiodocker"
+            for name in (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            )
+        )
+    ]
+    assert not outside, f"only runtime/ may import aiodocker: {outside}"
