@@ -270,20 +270,10 @@ def keys_list(tenant: str | None, as_json: bool) -> None:
 
 
 async def _images(settings: Settings, use: Callable[[Any], Awaitable[T]]) -> T:
-    import aiodocker
+    from sandlot.runtime.docker_images import image_service
 
-    from sandlot.domain.errors import RuntimeUnavailable
-    from sandlot.runtime.docker_images import ImageService
-
-    docker = aiodocker.Docker(url=settings.docker_url)
-    try:
-        try:
-            await docker.version()
-        except Exception as exc:
-            raise RuntimeUnavailable(f"no Docker engine answers: {exc}") from exc
-        return await use(ImageService(docker))
-    finally:
-        await docker.close()
+    async with image_service(settings.docker_url) as service:
+        return await use(service)
 
 
 @main.group()

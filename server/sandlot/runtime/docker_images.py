@@ -17,15 +17,16 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import aiodocker
 
-from sandlot.domain.errors import InvalidInput
+from sandlot.domain.errors import InvalidInput, RuntimeUnavailable
 
-__all__ = ["BUILTIN_IMAGES", "ImageService"]
+__all__ = ["BUILTIN_IMAGES", "ImageService", "image_service"]
 
 Progress = Callable[[str], None]
 
@@ -124,6 +125,21 @@ def _is_static(path: str) -> bool:
     with open(path, "rb") as f:
         head = f.read(1 << 16)
     return b"ld-linux" not in head and b"/lib64/ld" not in head
+
+
+@asynccontextmanager
+async def image_service(docker_url: str | None) -> AsyncIterator[ImageService]:
+    """An :class:`ImageService` on the engine at ``docker_url`` (None: the environment's),
+    or :class:`RuntimeUnavailable` when no engine answers there."""
+    docker = aiodocker.Docker(url=docker_url)
+    try:
+        try:
+            await docker.version()
+        except Exception as exc:
+            raise RuntimeUnavailable(f"no Docker engine answers: {exc}") from exc
+        yield ImageService(docker)
+    finally:
+        await docker.close()
 
 
 class ImageService:
