@@ -23,7 +23,8 @@ from sandlot.api.middleware import NameSpanByRoute, RefuseNul
 from sandlot.api.processes import ProcessController
 from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
-from sandlot.api.sessions import SessionController, SessionWorkspaceController, SnapshotController
+from sandlot.api.sessions import SessionController, SessionWorkspaceController
+from sandlot.api.snapshots import SnapshotController
 from sandlot.observability.tracing import build_provider, request_span_start
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.settings import Settings

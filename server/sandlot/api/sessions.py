@@ -19,7 +19,7 @@ from sandlot.api.schemas import (
 )
 from sandlot.services.sessions import ManifestFile
 
-__all__ = ["SessionController", "SessionWorkspaceController", "SnapshotController"]
+__all__ = ["SessionController", "SessionWorkspaceController"]
 
 
 class SessionController(Controller):
@@ -149,29 +149,3 @@ class SessionWorkspaceController(Controller):
         body = Body(request)
         await services.sessions.import_workspace(principal, session_id, aiter(body))
         return WorkspaceImported(size=body.received)
-
-
-class SnapshotController(Controller):
-    path = "/v1/snapshots"
-    tags = ["snapshots"]
-
-    @get("/{snapshot_id:str}", summary="A snapshot's metadata and diff")
-    async def get_snapshot(
-        self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
-    ) -> SnapshotOut:
-        return SnapshotOut.of(await services.snapshots.get(principal, snapshot_id))
-
-    @get(
-        "/{snapshot_id:str}/archive",
-        summary="Download the workspace as a tar",
-        media_type="application/x-tar",
-    )
-    async def archive(
-        self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
-    ) -> Stream:
-        chunks = await services.snapshots.archive(principal, snapshot_id)
-        return Stream(
-            chunks,
-            media_type="application/x-tar",
-            headers={"Content-Disposition": f'attachment; filename="{snapshot_id}.tar"'},
-        )

@@ -5,7 +5,7 @@ applicable features' ``setup_session`` hooks and materialises the manifest into 
 Ending it runs ``teardown_session`` and hands the sandbox back to the pool after a reset (or
 shuts it down when the environment keeps no pool). A ``SandboxStateError`` during an activity
 shuts the sandbox down and ends the session; the next session gets a healthy replacement.
-Suspend and resume live in :mod:`sandlot.services.parking`, launching a session's sandbox in
+Suspend and resume live in :mod:`sandlot.services.suspend`, launching a session's sandbox in
 :mod:`sandlot.services.launch` and the activity call path in :mod:`sandlot.services.calls`;
 this service composes them and owns ending sessions.
 """
@@ -34,10 +34,10 @@ from sandlot.services.assets import AssetService
 from sandlot.services.calls import ActivityCalls
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.launch import ManifestFile, SessionLauncher, check_client_ref, new_session
-from sandlot.services.parking import SessionParking
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
+from sandlot.services.suspend import SuspendResume
 from sandlot.settings import Settings
 from sandlot.store.repositories import EnvironmentRepository, SessionRepository
 from sandlot.store.tables import Activity, Environment, Sandbox, Session, Snapshot
@@ -90,12 +90,12 @@ class SessionService:
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
-        self._parking, self._launcher, self._calls = self._parts()
+        self._suspend, self._launcher, self._calls = self._parts()
 
-    def _parts(self) -> tuple[SessionParking, SessionLauncher, ActivityCalls]:
+    def _parts(self) -> tuple[SuspendResume, SessionLauncher, ActivityCalls]:
         """The concepts moved out of this service (suspend and resume, launching a session, the
         activity call path), built on its stores, services and cache of hot sessions."""
-        parking = SessionParking(
+        suspend = SuspendResume(
             sessions=self._sessions,
             reads=self._reads,
             environments=self._environments,
@@ -127,7 +127,7 @@ class SessionService:
             sandbox_lost=self._sandbox_lost,
             metrics=self._sandboxes.metrics,
         )
-        return parking, launcher, calls
+        return suspend, launcher, calls
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -293,7 +293,7 @@ class SessionService:
             try:
                 if reason == "idle timeout" and env is not None and env.idle_action == "suspend":
                     with span("reaper.suspend_session", root=True, links=links, session=row.id):
-                        await self._parking.suspend(row.id, "idle timeout")
+                        await self._suspend.suspend(row.id, "idle timeout")
                     continue
                 with span("reaper.end_session", root=True, links=links, session=row.id, reason=reason):
                     await self._end(row.id, reason)
@@ -330,14 +330,14 @@ class SessionService:
         """Snapshot the session, then freeze its sandbox. The session keeps the sandbox (it
         counts against quota) until it is resumed or its TTL ends it."""
         sess, _ = await self.sandbox_of(principal, session_id)
-        return await self._parking.suspend(sess.id, "suspended by client")
+        return await self._suspend.suspend(sess.id, "suspended by client")
 
     async def resume(self, principal: Principal, session_id: str) -> tuple[Session, str, str | None]:
         """Reattach to the session's sandbox when it is alive; otherwise create a replacement
         and hydrate it from the session's last snapshot. Returns the session, how
         ("reattached" or "hydrated") and the snapshot used."""
         principal.require(Scope.SANDBOXES_WRITE)
-        return await self._parking.resume(await self.get(principal, session_id))
+        return await self._suspend.resume(await self.get(principal, session_id))
 
     # -- activities --------------------------------------------------------------------------
 

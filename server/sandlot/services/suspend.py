@@ -28,10 +28,10 @@ from sandlot.store.repositories import SessionRepository
 from sandlot.store.tables import Sandbox, Session
 from sandlot.store.types import utcnow
 
-__all__ = ["SessionParking"]
+__all__ = ["SuspendResume"]
 
 
-class SessionParking:
+class SuspendResume:
     """Shares the session service's stores, services and its cache of hot sessions."""
 
     def __init__(

@@ -1,0 +1,39 @@
+"""Snapshots: a checkpoint's metadata and diff, and its workspace as a tar (checkpoints are
+taken, listed and restored through their session, in :mod:`sandlot.api.sessions`)."""
+
+from __future__ import annotations
+
+from litestar import Controller, get
+from litestar.params import FromPath
+from litestar.response import Stream
+
+from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.schemas import SnapshotOut
+
+__all__ = ["SnapshotController"]
+
+
+class SnapshotController(Controller):
+    path = "/v1/snapshots"
+    tags = ["snapshots"]
+
+    @get("/{snapshot_id:str}", summary="A snapshot's metadata and diff")
+    async def get_snapshot(
+        self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> SnapshotOut:
+        return SnapshotOut.of(await services.snapshots.get(principal, snapshot_id))
+
+    @get(
+        "/{snapshot_id:str}/archive",
+        summary="Download the workspace as a tar",
+        media_type="application/x-tar",
+    )
+    async def archive(
+        self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> Stream:
+        chunks = await services.snapshots.archive(principal, snapshot_id)
+        return Stream(
+            chunks,
+            media_type="application/x-tar",
+            headers={"Content-Disposition": f'attachment; filename="{snapshot_id}.tar"'},
+        )
