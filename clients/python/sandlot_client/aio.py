@@ -1,30 +1,54 @@
 """The async client: :class:`AsyncSandlot` and the session objects it hands out.
 
 Transport is the generated low-level client (:mod:`sandlot_client._api`, from the service's
-OpenAPI document); this layer adds sessions as context managers, typed exceptions, retries with
-backoff for retryable errors, resumable output streams and terminals over WebSockets, and a
-session state that serialises to JSON and back.
+OpenAPI document): every REST call here is the generated endpoint function of its route, with
+bodies built from the generated models (:mod:`sandlot_client._bodies`), so the two cannot
+drift. This layer adds sessions as context managers, typed exceptions, retries with backoff for
+retryable errors (:mod:`sandlot_client._transport`), resumable output streams and terminals over
+WebSockets (:mod:`sandlot_client._streams`), and a session state that serialises to JSON and
+back. Features and processes live in :mod:`sandlot_client._features` and
+:mod:`sandlot_client._processes`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import json
-import random
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any, TypeVar
 
 import httpx
-import websockets
-from websockets.exceptions import ConnectionClosed
 
+from sandlot_client import _bodies
+from sandlot_client._api.api.environments import v1_environments_create as create_environment_route
+from sandlot_client._api.api.environments import v1_environments_get_environment as get_environment_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_activities_activities as activities_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_checkpoints_checkpoint as checkpoint_route
+from sandlot_client._api.api.sessions import (
+    v1_sessions_session_id_checkpoints_checkpoints as checkpoints_route,
+)
+from sandlot_client._api.api.sessions import v1_sessions_session_id_end as end_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_features_activity_call as activity_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_get_session as get_session_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_resume_resume as resume_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_suspend_suspend as suspend_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_workspace_export_workspace as export_route
+from sandlot_client._api.api.sessions import v1_sessions_session_id_workspace_import_workspace as import_route
+from sandlot_client._api.api.sessions import v1_sessions_start as start_session_route
+from sandlot_client._api.api.snapshots import v1_snapshots_snapshot_id_archive_archive as archive_route
 from sandlot_client._api.client import AuthenticatedClient
-from sandlot_client.errors import SandlotError, TransportError, from_problem
+from sandlot_client._api.types import UNSET, Response
+from sandlot_client._features import Files, Python, Shell, output_bytes
+from sandlot_client._processes import AsyncProcess, Processes
+from sandlot_client._streams import AsyncPty, OutputStream, connect
+from sandlot_client._transport import Answer, send
 
-__all__ = ["AsyncProcess", "AsyncPty", "AsyncSandlot", "AsyncSession", "output_bytes"]
+__all__ = ["AsyncProcess", "AsyncPty", "AsyncSandlot", "AsyncSession", "OutputStream", "output_bytes"]
 
-_IDEMPOTENT = {"GET", "PUT", "DELETE", "HEAD"}
+A = TypeVar("A", bound=Answer)
+
+Endpoint = Callable[..., Awaitable[Response[Any]]]
+"""A generated ``asyncio_detailed`` with its route's arguments bound, still awaiting ``client=``."""
 
 
 class AsyncSandlot:
@@ -55,6 +79,7 @@ class AsyncSandlot:
             raise_on_unexpected_status=False,
         )
         self._http = self._api.get_async_httpx_client()
+        self._base_path = httpx.URL(self.base_url).raw_path.decode("ascii").rstrip("/")
 
     async def __aenter__(self) -> AsyncSandlot:
         return self
@@ -68,45 +93,40 @@ class AsyncSandlot:
     # -- transport ---------------------------------------------------------------------------
 
     async def request(self, method: str, path: str, *, json_body: Any = None, **kw: Any) -> httpx.Response:
-        """One API call with the retry policy; a problem answer raises its typed exception."""
-        attempt = 0
-        while True:
-            try:
-                resp = await self._http.request(method, path, json=json_body, **kw)
-            except httpx.ConnectError as exc:
-                error: SandlotError = TransportError(f"could not connect: {exc}")
-            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
-                if method not in _IDEMPOTENT:
-                    raise TransportError(f"connection lost during {method} {path}: {exc}") from exc
-                error = TransportError(f"connection lost: {exc}")
-            else:
-                if resp.status_code < 400:
-                    return resp
-                try:
-                    body = resp.json()
-                except ValueError:
-                    body = {"detail": resp.text[:500]}
-                error = from_problem(resp.status_code, body, resp.headers.get("retry-after"))
-            if not error.retryable or attempt >= self.max_retries:
-                raise error
-            attempt += 1
-            delay = self.backoff * 2 ** (attempt - 1) * (0.8 + 0.4 * random.random())
-            retry_after = error.body.get("retry_after_header")
-            if retry_after:
-                delay = max(delay, float(retry_after))
-            await asyncio.sleep(delay)
+        """One API call by method and path, with the retry policy; a problem answer raises its
+        typed exception. For routes this client has no method for; its own methods call the
+        generated endpoint functions."""
+        return await self._send(lambda: self._http.request(method, path, json=json_body, **kw))
 
     async def call(self, method: str, path: str, body: Any = None) -> Any:
-        resp = await self.request(method, path, json_body=body)
-        return resp.json() if resp.content else None
+        """:meth:`request`, answering the decoded JSON body (None when empty)."""
+        return _json(await self.request(method, path, json_body=body))
 
     def ws_url(self, path: str) -> str:
         return "ws" + self.base_url.removeprefix("http") + path
 
+    async def _send(self, attempt: Callable[[], Awaitable[A]]) -> A:
+        return await send(
+            attempt, max_retries=self.max_retries, backoff=self.backoff, base_path=self._base_path
+        )
+
+    async def _rest(self, endpoint: Endpoint) -> Response[Any]:
+        """Call a generated endpoint function (see :data:`Endpoint`) with the retry policy."""
+        return await self._send(lambda: endpoint(client=self._api))
+
+    async def _rest_json(self, endpoint: Endpoint) -> Any:
+        """:meth:`_rest`, answering the JSON body as the service sent it (None when empty)."""
+        return _json(await self._rest(endpoint))
+
     # -- environments and sessions -------------------------------------------------------------
 
     async def create_environment(self, name: str, images: list[str], **fields: Any) -> dict[str, Any]:
-        return dict(await self.call("POST", "/v1/environments", {"name": name, "images": images, **fields}))
+        body = _bodies.environment_create(name, images, fields)
+        return dict(await self._rest_json(partial(create_environment_route.asyncio_detailed, body=body)))
+
+    async def _get_environment(self, name: str) -> dict[str, Any]:
+        """The environment ``name`` (for the adapters, which check it exists before starting)."""
+        return dict(await self._rest_json(partial(get_environment_route.asyncio_detailed, name)))
 
     async def start_session(
         self,
@@ -119,19 +139,17 @@ class AsyncSandlot:
         assets: list[dict[str, str]] | None = None,
         files: dict[str, str] | None = None,
     ) -> AsyncSession:
-        body: dict[str, Any] = {"environment": environment}
-        for key, value in (
-            ("image", image),
-            ("feature", feature),
-            ("session_id", session_id),
-            ("snapshot_id", snapshot_id),
-            ("assets", assets),
-        ):
-            if value is not None:
-                body[key] = value
-        if files:
-            body["manifest"] = [{"path": p, "content": c} for p, c in files.items()]
-        return AsyncSession(self, await self.call("POST", "/v1/sessions", body))
+        body = _bodies.session_create(
+            environment,
+            image=image,
+            feature=feature,
+            session_id=session_id,
+            snapshot_id=snapshot_id,
+            assets=assets,
+            files=files,
+        )
+        data = await self._rest_json(partial(start_session_route.asyncio_detailed, body=body))
+        return AsyncSession(self, data)
 
     def session(self, environment: str, **kw: Any) -> _SessionContext:
         """``async with client.session(environment="py") as s:`` ends the session on exit."""
@@ -141,10 +159,14 @@ class AsyncSandlot:
         """Resume from :meth:`AsyncSession.state` (a dict or its JSON): reattach to the same
         sandbox when it is alive, otherwise the service hydrates a replacement."""
         data = json.loads(state) if isinstance(state, str) else state
-        body = await self.call("POST", f"/v1/sessions/{data['session_id']}/resume")
+        body = await self._rest_json(partial(resume_route.asyncio_detailed, data["session_id"]))
         session = AsyncSession(self, body["session"])
         session.resumed_how = body["how"]
         return session
+
+
+def _json(answer: httpx.Response | Response[Any]) -> Any:
+    return json.loads(answer.content) if answer.content else None
 
 
 class _SessionContext:
@@ -169,10 +191,10 @@ class AsyncSession:
         self._client = client
         self.data = data
         self.resumed_how: str | None = None
-        self.shell = _Shell(self)
-        self.files = _Files(self)
-        self.python = _Python(self)
-        self.processes = _Processes(self)
+        self.shell = Shell(self)
+        self.files = Files(self)
+        self.python = Python(self)
+        self.processes = Processes(self)
 
     @property
     def id(self) -> str:
@@ -193,275 +215,58 @@ class AsyncSession:
     def state_json(self) -> str:
         return json.dumps(self.state(), sort_keys=True)
 
+    async def _json(self, endpoint: Endpoint) -> Any:
+        """The JSON answer of a generated endpoint function (for this session's routes)."""
+        return await self._client._rest_json(endpoint)
+
     async def activity(self, feature: str, name: str, **args: Any) -> dict[str, Any]:
-        path = f"/v1/sessions/{self.id}/features/{feature}/{name}"
-        return dict(await self._client.call("POST", path, args))
+        body = _bodies.activity_args(args)
+        endpoint = partial(activity_route.asyncio_detailed, self.id, feature, name, body=body)
+        return dict(await self._json(endpoint))
 
     async def refresh(self) -> AsyncSession:
-        self.data = await self._client.call("GET", f"/v1/sessions/{self.id}")
+        self.data = await self._json(partial(get_session_route.asyncio_detailed, self.id))
         return self
 
     async def checkpoint(self) -> dict[str, Any]:
-        return dict(await self._client.call("POST", f"/v1/sessions/{self.id}/checkpoints"))
+        return dict(await self._json(partial(checkpoint_route.asyncio_detailed, self.id)))
 
     async def checkpoints(self) -> list[dict[str, Any]]:
-        return list(await self._client.call("GET", f"/v1/sessions/{self.id}/checkpoints"))
+        return list(await self._json(partial(checkpoints_route.asyncio_detailed, self.id)))
 
     async def download(self, snapshot_id: str) -> bytes:
-        return (await self._client.request("GET", f"/v1/snapshots/{snapshot_id}/archive")).content
+        return (await self._client._rest(partial(archive_route.asyncio_detailed, snapshot_id))).content
 
     async def export_workspace(self) -> bytes:
         """The workspace as it is now: a tar of workspace-relative paths (nothing is stored)."""
-        return (await self._client.request("GET", f"/v1/sessions/{self.id}/workspace")).content
+        return (await self._client._rest(partial(export_route.asyncio_detailed, self.id))).content
 
     async def import_workspace(self, archive: bytes) -> dict[str, Any]:
         """Unpack a tar (any compression) over the workspace; its files replace those there."""
-        resp = await self._client.request(
-            "PUT",
-            f"/v1/sessions/{self.id}/workspace",
-            content=archive,
-            headers={"content-type": "application/x-tar"},
-        )
-        return dict(resp.json())
+        # The OpenAPI document leaves this raw body out, so the generated function cannot send
+        # it: the generated route (method and URL) is sent with the body added.
+        route = {**import_route._get_kwargs(self.id), "content": archive}
+        route["headers"] = {"content-type": "application/x-tar"}
+        return dict(_json(await self._client._send(lambda: self._client._http.request(**route))))
 
     async def suspend(self) -> dict[str, Any]:
-        self.data = await self._client.call("POST", f"/v1/sessions/{self.id}/suspend")
+        self.data = await self._json(partial(suspend_route.asyncio_detailed, self.id))
         return self.state()
 
     async def resume(self) -> str:
-        body = await self._client.call("POST", f"/v1/sessions/{self.id}/resume")
+        body = await self._json(partial(resume_route.asyncio_detailed, self.id))
         self.data = body["session"]
         self.resumed_how = body["how"]
         return str(body["how"])
 
     async def activities(self) -> list[dict[str, Any]]:
-        return list(await self._client.call("GET", f"/v1/sessions/{self.id}/activities"))
+        # limit and offset unset: the service's defaults, as before the generated layer
+        endpoint = partial(activities_route.asyncio_detailed, self.id, limit=UNSET, offset=UNSET)
+        return list(await self._json(endpoint))
 
     async def end(self) -> None:
-        await self._client.request("DELETE", f"/v1/sessions/{self.id}")
+        await self._client._rest(partial(end_route.asyncio_detailed, self.id))
         self.data = {**self.data, "status": "ended"}
 
     async def pty(self, cols: int = 80, rows: int = 24) -> AsyncPty:
-        url = self._client.ws_url(f"/v1/sessions/{self.id}/pty?cols={cols}&rows={rows}")
-        headers = {"Authorization": f"Bearer {self._client.api_key}"}
-        return AsyncPty(await websockets.connect(url, additional_headers=headers, max_size=None))
-
-
-class _Shell:
-    def __init__(self, session: AsyncSession) -> None:
-        self._s = session
-
-    async def run(
-        self, command: str, *, timeout: float = 60, silence_timeout: float | None = None
-    ) -> dict[str, Any]:
-        args: dict[str, Any] = {"command": command, "timeout": timeout}
-        if silence_timeout is not None:
-            args["silence_timeout"] = silence_timeout
-        return await self._s.activity("shell", "run", **args)
-
-    async def exec(
-        self,
-        argv: list[str],
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        stdin: str | bytes | None = None,
-        timeout: float = 60,
-    ) -> dict[str, Any]:
-        """Run ``argv`` once in a fresh process (no shell state; several may run at once), in
-        ``cwd`` (default: the workspace). ``stdout``/``stderr`` are base64 when ``encoding``
-        says so (output that is not UTF-8); :func:`output_bytes` decodes either way."""
-        args: dict[str, Any] = {"argv": argv, "timeout": timeout, "env": env or {}}
-        if cwd is not None:
-            args["cwd"] = cwd
-        if isinstance(stdin, bytes):
-            args["stdin"], args["stdin_encoding"] = base64.b64encode(stdin).decode(), "base64"
-        elif stdin is not None:
-            args["stdin"] = stdin
-        return await self._s.activity("shell", "exec", **args)
-
-
-def output_bytes(result: dict[str, Any]) -> tuple[bytes, bytes]:
-    """The exact ``(stdout, stderr)`` bytes of a ``shell.run`` or ``shell.exec`` result."""
-    if result.get("encoding") == "base64":
-        return base64.b64decode(result["stdout"]), base64.b64decode(result["stderr"])
-    return str(result["stdout"]).encode(), str(result["stderr"]).encode()
-
-
-class _Files:
-    def __init__(self, session: AsyncSession) -> None:
-        self._s = session
-
-    async def write(self, path: str, content: str | bytes) -> dict[str, Any]:
-        if isinstance(content, bytes):
-            return await self._s.activity(
-                "files", "write", path=path, content=base64.b64encode(content).decode(), encoding="base64"
-            )
-        return await self._s.activity("files", "write", path=path, content=content)
-
-    async def read(self, path: str) -> bytes:
-        out = await self._s.activity("files", "read", path=path, encoding="base64")
-        return base64.b64decode(out["content"])
-
-    async def list(self, path: str = ".") -> dict[str, Any]:
-        return await self._s.activity("files", "list", path=path)
-
-    async def remove(self, path: str) -> dict[str, Any]:
-        return await self._s.activity("files", "remove", path=path)
-
-
-class _Python:
-    def __init__(self, session: AsyncSession) -> None:
-        self._s = session
-
-    async def run(self, code: str, *, timeout: float = 60) -> dict[str, Any]:
-        return await self._s.activity("python", "run", code=code, timeout=timeout)
-
-
-class _Processes:
-    def __init__(self, session: AsyncSession) -> None:
-        self._s = session
-
-    async def start(
-        self, command: str, *, env: dict[str, str] | None = None, cwd: str | None = None
-    ) -> AsyncProcess:
-        body: dict[str, Any] = {"command": command, "env": env or {}}
-        if cwd is not None:
-            body["cwd"] = cwd
-        data = await self._s._client.call("POST", f"/v1/sessions/{self._s.id}/processes", body)
-        return AsyncProcess(self._s, data)
-
-    async def list(self) -> list[dict[str, Any]]:
-        return list(await self._s._client.call("GET", f"/v1/sessions/{self._s.id}/processes"))
-
-
-class AsyncProcess:
-    def __init__(self, session: AsyncSession, data: dict[str, Any]) -> None:
-        self._s = session
-        self.data = data
-
-    @property
-    def id(self) -> str:
-        return str(self.data["id"])
-
-    @property
-    def _path(self) -> str:
-        return f"/v1/sessions/{self._s.id}/processes/{self.id}"
-
-    async def status(self) -> dict[str, Any]:
-        self.data = await self._s._client.call("GET", self._path)
-        return self.data
-
-    async def wait(self, poll: float = 0.2) -> dict[str, Any]:
-        """Poll until the process has ended; returns its final status."""
-        while True:
-            data = await self.status()
-            if data["status"] != "running":
-                return data
-            await asyncio.sleep(poll)
-
-    async def kill(self) -> dict[str, Any]:
-        self.data = await self._s._client.call("POST", f"{self._path}/kill")
-        return self.data
-
-    async def output(self, offset: int = 0, limit: int = 1 << 20) -> bytes:
-        resp = await self._s._client.request(
-            "GET", f"{self._path}/output", params={"offset": offset, "limit": limit}
-        )
-        return resp.content
-
-    def stream(self, offset: int = 0, *, reconnect: bool = True, max_reconnects: int = 20) -> OutputStream:
-        """Output from ``offset`` as it is written. A dropped connection is resumed from the
-        bytes already received (``reconnect``), so nothing is lost or repeated."""
-        return OutputStream(self, offset, reconnect, max_reconnects)
-
-
-class OutputStream:
-    """An async iterator of output chunks; ``offset`` is how many bytes were received;
-    ``exit`` is the final status frame once the stream ended."""
-
-    def __init__(self, process: AsyncProcess, offset: int, reconnect: bool, max_reconnects: int) -> None:
-        self._p = process
-        self.offset = offset
-        self.reconnects = 0
-        self.exit: dict[str, Any] | None = None
-        self._reconnect = reconnect
-        self._max = max_reconnects
-        self._conn: Any = None
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._chunks()
-
-    async def drop(self) -> None:
-        """Close the current connection (as a network failure would); iteration resumes."""
-        if self._conn is not None:
-            await self._conn.close()
-
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        client = self._p._s._client
-        headers = {"Authorization": f"Bearer {client.api_key}"}
-        while self.exit is None:
-            url = client.ws_url(f"{self._p._path}/stream?offset={self.offset}")
-            try:
-                async with websockets.connect(url, additional_headers=headers, max_size=None) as conn:
-                    self._conn = conn
-                    async for message in conn:
-                        if isinstance(message, str):
-                            frame = json.loads(message)
-                            if frame.get("type") == "error":
-                                raise SandlotError(
-                                    frame.get("message", "stream error"), code=frame.get("code", "error")
-                                )
-                            self.exit = frame
-                            break
-                        self.offset += len(message)
-                        yield message
-            except (ConnectionClosed, OSError) as exc:
-                if not self._reconnect or self.reconnects >= self._max:
-                    raise TransportError(f"output stream lost: {exc}") from exc
-            finally:
-                self._conn = None
-            if self.exit is None:
-                if not self._reconnect or self.reconnects >= self._max:
-                    raise TransportError("output stream ended early")
-                self.reconnects += 1
-
-
-class AsyncPty:
-    """A terminal: ``send`` keystrokes, ``resize``, ``signal``, ``recv`` output (None at exit)."""
-
-    def __init__(self, conn: Any) -> None:
-        self._conn = conn
-
-    async def send(self, data: str | bytes) -> None:
-        await self._conn.send(data.encode() if isinstance(data, str) else data)
-
-    async def resize(self, cols: int, rows: int) -> None:
-        await self._conn.send(json.dumps({"type": "resize", "cols": cols, "rows": rows}))
-
-    async def signal(self, name: str = "INT") -> None:
-        await self._conn.send(json.dumps({"type": "signal", "signal": name}))
-
-    async def recv(self) -> bytes | None:
-        while True:
-            try:
-                message = await self._conn.recv()
-            except ConnectionClosed:
-                return None
-            if isinstance(message, bytes):
-                return message
-            if json.loads(message).get("type") == "exit":
-                return None
-
-    async def read_until(self, needle: bytes, timeout: float = 30) -> bytes:
-        seen = b""
-        async with asyncio.timeout(timeout):
-            while needle not in seen:
-                chunk = await self.recv()
-                if chunk is None:
-                    break
-                seen += chunk
-        return seen
-
-    async def close(self) -> None:
-        await self._conn.close()
+        return AsyncPty(await connect(self._client, f"/v1/sessions/{self.id}/pty?cols={cols}&rows={rows}"))

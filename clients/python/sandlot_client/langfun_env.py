@@ -87,7 +87,7 @@ class SandlotSandboxService(PooledSandboxService):
             raise ValueError("SandlotSandboxService needs api_key= or SANDLOT_API_KEY")
         self._client = Sandlot(self.base_url, key)
         try:  # the environment must exist (NotFound and bad keys raise as they are)
-            self._client._run(self._client.aio.call("GET", f"/v1/environments/{self.sandlot_environment}"))
+            self._client._run(self._client.aio._get_environment(self.sandlot_environment))
         except (TransportError, RuntimeUnavailable) as exc:
             raise interface.SandboxServiceOutageError(
                 f"Sandlot at {self.base_url} is unreachable: {exc}",

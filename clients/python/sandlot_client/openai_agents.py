@@ -30,7 +30,7 @@ import io
 import tarfile
 import uuid
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal
+from typing import Literal
 
 from agents.sandbox.errors import (
     ExecTimeoutError,
@@ -285,9 +285,7 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
 
     async def _last_snapshot(self, sandlot_session_id: str) -> str | None:
         try:
-            snapshots: list[dict[str, Any]] = await self.sandlot.call(
-                "GET", f"/v1/sessions/{sandlot_session_id}/checkpoints"
-            )
+            snapshots = await AsyncSession(self.sandlot, {"id": sandlot_session_id}).checkpoints()
         except NotFound:
             return None
         return str(snapshots[-1]["id"]) if snapshots else None

@@ -1,12 +1,14 @@
-"""The blocking client: the async client run on a private event-loop thread, so both have
-exactly the same behaviour (retries, errors, resumable streams)."""
+"""The blocking client: the async client run on a private event loop in an anyio blocking
+portal's thread, so both have exactly the same behaviour (retries, errors, resumable streams)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine, Iterator
+import weakref
+from collections.abc import Awaitable, Coroutine, Iterator
+from contextlib import ExitStack
 from typing import Any, TypeVar
+
+from anyio.from_thread import start_blocking_portal
 
 from sandlot_client.aio import AsyncProcess, AsyncPty, AsyncSandlot, AsyncSession, OutputStream
 
@@ -15,27 +17,21 @@ __all__ = ["Process", "Pty", "Sandlot", "Session"]
 T = TypeVar("T")
 
 
-class _Loop:
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="sandlot-client", daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(timeout=5)
-        self.loop.close()
-
-
 class Sandlot:
     """``Sandlot(base_url, api_key)``: the blocking client (see :class:`AsyncSandlot`)."""
 
     def __init__(self, base_url: str, api_key: str, **kw: Any) -> None:
-        self._loop = _Loop()
-        self.aio: AsyncSandlot = self._loop.run(_make(base_url, api_key, kw))
+        portal = ExitStack()
+        self._portal = portal.enter_context(start_blocking_portal(name="sandlot-client"))
+        # Stops the portal (its loop and thread) on close; for a client never closed, at
+        # interpreter exit while threads still run (stopping it later, when the portal is
+        # collected, would wait forever on its frozen thread).
+        self._stop_portal = weakref.finalize(self, portal.close)
+        try:
+            self.aio: AsyncSandlot = self._portal.call(_make, base_url, api_key, kw)
+        except BaseException:
+            self._stop_portal()
+            raise
 
     def __enter__(self) -> Sandlot:
         return self
@@ -44,11 +40,14 @@ class Sandlot:
         self.close()
 
     def close(self) -> None:
-        self._loop.run(self.aio.close())
-        self._loop.stop()
+        try:
+            self._run(self.aio.close())
+        finally:
+            self._stop_portal()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self._loop.run(coro)
+        """Await ``coro`` on the client's loop and hand back its result (or raise its error)."""
+        return self._portal.call(_awaited, coro)
 
     def create_environment(self, name: str, images: list[str], **fields: Any) -> dict[str, Any]:
         return self._run(self.aio.create_environment(name, images, **fields))
@@ -66,6 +65,10 @@ class Sandlot:
 
 async def _make(base_url: str, api_key: str, kw: dict[str, Any]) -> AsyncSandlot:
     return AsyncSandlot(base_url, api_key, **kw)  # built on the loop that will use it
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 class _SessionContext:

@@ -1,0 +1,91 @@
+"""Request bodies, built with the generated models so a renamed or removed field fails here.
+
+The SDK's methods take plain arguments and dicts; this module turns them into the generated
+models the endpoint functions expect, sending exactly the JSON the hand-built bodies used to
+(fields left out stay unset rather than taking the model's default).
+
+The service's OpenAPI document describes the ``env`` maps and the ``features`` map as arrays
+although the service takes objects (``server/sandlot/api/schemas.py``); a generated model would
+turn ``{"A": "1"}`` into ``["A"]``, so those fields travel as the model's additional properties
+until the document is fixed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from sandlot_client._api.models import (
+    AssetRef,
+    EnvironmentCreate,
+    ManifestEntry,
+    ProcessStart,
+    SessionCreate,
+    V1SessionsSessionIdFeaturesActivityCallBody,
+)
+from sandlot_client._api.types import UNSET, Unset
+from sandlot_client.errors import InvalidInput
+
+__all__ = ["activity_args", "environment_create", "process_start", "session_create"]
+
+M = TypeVar("M")
+
+_OBJECTS_DESCRIBED_AS_ARRAYS = ("env", "features")
+
+
+def environment_create(name: str, images: list[str], fields: Mapping[str, Any]) -> EnvironmentCreate:
+    """``{"name": name, "images": images, **fields}`` as an :class:`EnvironmentCreate`."""
+    data = {"name": name, "images": images, **fields}
+    kept = {key: data.pop(key) for key in _OBJECTS_DESCRIBED_AS_ARRAYS if key in data}
+    body = _parse(EnvironmentCreate.from_dict, data)
+    body.additional_properties.update(kept)
+    return body
+
+
+def session_create(
+    environment: str,
+    *,
+    image: str | None,
+    feature: str | None,
+    session_id: str | None,
+    snapshot_id: str | None,
+    assets: list[dict[str, str]] | None,
+    files: dict[str, str] | None,
+) -> SessionCreate:
+    """A session start: arguments left ``None`` (and empty ``files``) are not sent."""
+    return SessionCreate(
+        environment=environment,
+        image=_given(image),
+        feature=_given(feature),
+        session_id=_given(session_id),
+        snapshot_id=_given(snapshot_id),
+        assets=UNSET if assets is None else [_parse(AssetRef.from_dict, a) for a in assets],
+        manifest=[ManifestEntry(path=p, content=c, encoding=UNSET) for p, c in files.items()]
+        if files
+        else UNSET,
+    )
+
+
+def process_start(command: str, env: dict[str, str] | None, cwd: str | None) -> ProcessStart:
+    """A background process start (``env`` is always sent, ``{}`` when not given)."""
+    body = ProcessStart(command=command, cwd=_given(cwd))
+    body["env"] = env or {}  # an object, see the module docstring
+    return body
+
+
+def activity_args(args: Mapping[str, Any]) -> V1SessionsSessionIdFeaturesActivityCallBody:
+    """A feature activity's arguments (free-form: each feature defines its own)."""
+    return V1SessionsSessionIdFeaturesActivityCallBody.from_dict(args)
+
+
+def _given(value: str | None) -> str | Unset:
+    return UNSET if value is None else value
+
+
+def _parse(from_dict: Callable[[Mapping[str, Any]], M], data: Mapping[str, Any]) -> M:
+    """``from_dict(data)``; data it cannot hold is the :class:`InvalidInput` the service would
+    have answered, raised before sending."""
+    try:
+        return from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidInput(f"invalid request body: {exc!r}", code="validation_error") from exc

@@ -1,0 +1,90 @@
+"""Background processes of a session: ``session.processes`` and :class:`AsyncProcess`.
+
+Each REST call is the generated endpoint function of its route (``_api.api.processes``); only
+the live output stream is a WebSocket (:class:`~sandlot_client._streams.OutputStream`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from sandlot_client import _bodies
+from sandlot_client._api.api.processes import (
+    v1_sessions_session_id_processes_list_processes as list_processes,
+)
+from sandlot_client._api.api.processes import (
+    v1_sessions_session_id_processes_process_id_get_process as get_process,
+)
+from sandlot_client._api.api.processes import (
+    v1_sessions_session_id_processes_process_id_kill_kill as kill_process,
+)
+from sandlot_client._api.api.processes import (
+    v1_sessions_session_id_processes_process_id_output_output as process_output,
+)
+from sandlot_client._api.api.processes import v1_sessions_session_id_processes_start as start_process
+from sandlot_client._streams import OutputStream
+
+if TYPE_CHECKING:
+    from sandlot_client.aio import AsyncSession
+
+__all__ = ["AsyncProcess", "Processes"]
+
+
+class Processes:
+    """``session.processes``: start commands detached and list them."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._s = session
+
+    async def start(
+        self, command: str, *, env: dict[str, str] | None = None, cwd: str | None = None
+    ) -> AsyncProcess:
+        body = _bodies.process_start(command, env, cwd)
+        data = await self._s._json(partial(start_process.asyncio_detailed, self._s.id, body=body))
+        return AsyncProcess(self._s, data)
+
+    async def list(self) -> list[dict[str, Any]]:
+        return list(await self._s._json(partial(list_processes.asyncio_detailed, self._s.id)))
+
+
+class AsyncProcess:
+    """One background process: poll its ``status``, ``wait``, ``kill``, read or ``stream`` output."""
+
+    def __init__(self, session: AsyncSession, data: dict[str, Any]) -> None:
+        self._s = session
+        self.data = data
+
+    @property
+    def id(self) -> str:
+        return str(self.data["id"])
+
+    @property
+    def _path(self) -> str:
+        return f"/v1/sessions/{self._s.id}/processes/{self.id}"  # the WebSocket stream's base
+
+    async def status(self) -> dict[str, Any]:
+        self.data = await self._s._json(partial(get_process.asyncio_detailed, self._s.id, self.id))
+        return self.data
+
+    async def wait(self, poll: float = 0.2) -> dict[str, Any]:
+        """Poll until the process has ended; returns its final status."""
+        while True:
+            data = await self.status()
+            if data["status"] != "running":
+                return data
+            await asyncio.sleep(poll)
+
+    async def kill(self) -> dict[str, Any]:
+        self.data = await self._s._json(partial(kill_process.asyncio_detailed, self._s.id, self.id))
+        return self.data
+
+    async def output(self, offset: int = 0, limit: int = 1 << 20) -> bytes:
+        endpoint = partial(process_output.asyncio_detailed, self._s.id, self.id, offset=offset, limit=limit)
+        return (await self._s._client._rest(endpoint)).content
+
+    def stream(self, offset: int = 0, *, reconnect: bool = True, max_reconnects: int = 20) -> OutputStream:
+        """Output from ``offset`` as it is written. A dropped connection is resumed from the
+        bytes already received (``reconnect``), so nothing is lost or repeated."""
+        return OutputStream(self, offset, reconnect, max_reconnects)
