@@ -3,11 +3,6 @@
 The SDK's methods take plain arguments and dicts; this module turns them into the generated
 models the endpoint functions expect, sending exactly the JSON the hand-built bodies used to
 (fields left out stay unset rather than taking the model's default).
-
-The service's OpenAPI document describes the ``env`` maps and the ``features`` map as arrays
-although the service takes objects (``server/sandlot/api/schemas.py``); a generated model would
-turn ``{"A": "1"}`` into ``["A"]``, so those fields travel as the model's additional properties
-until the document is fixed.
 """
 
 from __future__ import annotations
@@ -20,6 +15,7 @@ from sandlot_client._api.models import (
     EnvironmentCreate,
     ManifestEntry,
     ProcessStart,
+    ProcessStartEnv,
     SessionCreate,
     V1SessionsSessionIdFeaturesActivityCallBody,
 )
@@ -30,16 +26,10 @@ __all__ = ["activity_args", "environment_create", "process_start", "session_crea
 
 M = TypeVar("M")
 
-_OBJECTS_DESCRIBED_AS_ARRAYS = ("env", "features")
-
 
 def environment_create(name: str, images: list[str], fields: Mapping[str, Any]) -> EnvironmentCreate:
     """``{"name": name, "images": images, **fields}`` as an :class:`EnvironmentCreate`."""
-    data = {"name": name, "images": images, **fields}
-    kept = {key: data.pop(key) for key in _OBJECTS_DESCRIBED_AS_ARRAYS if key in data}
-    body = _parse(EnvironmentCreate.from_dict, data)
-    body.additional_properties.update(kept)
-    return body
+    return _parse(EnvironmentCreate.from_dict, {"name": name, "images": images, **fields})
 
 
 def session_create(
@@ -68,9 +58,7 @@ def session_create(
 
 def process_start(command: str, env: dict[str, str] | None, cwd: str | None) -> ProcessStart:
     """A background process start (``env`` is always sent, ``{}`` when not given)."""
-    body = ProcessStart(command=command, cwd=_given(cwd))
-    body["env"] = env or {}  # an object, see the module docstring
-    return body
+    return ProcessStart(command=command, cwd=_given(cwd), env=ProcessStartEnv.from_dict(env or {}))
 
 
 def activity_args(args: Mapping[str, Any]) -> V1SessionsSessionIdFeaturesActivityCallBody:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from sandlot.runtime.base import ExecResult
 from sandlot.runtime.output import decode_input, decode_output
@@ -41,6 +41,27 @@ class _In(BaseModel):
 MAX_SECONDS = 10**8
 
 
+def _at_most(entries: int) -> AfterValidator:
+    """A bound on a map's entries. Not ``Field(max_length=...)``: on a dict, Litestar's
+    OpenAPI generation reads that as a sequence and documents the map as an array."""
+
+    def check(value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and len(value) > entries:
+            raise ValueError(f"at most {entries} entries")
+        return value
+
+    return AfterValidator(check)
+
+
+_Value = Annotated[str, Field(max_length=32768)]
+#: Environment variables for a sandbox or a process (names bounded too).
+EnvMap = Annotated[dict[Annotated[str, Field(max_length=128)], _Value], _at_most(256)]
+#: Environment variables for one command.
+CommandEnv = Annotated[dict[str, _Value], _at_most(256)]
+#: Features by name, with their configuration.
+FeatureMap = Annotated[dict[str, dict[str, Any] | None], _at_most(64)]
+
+
 class _Out(BaseModel):
     @classmethod
     def of(cls, row: object) -> Self:
@@ -52,9 +73,7 @@ class SandboxCreate(_In):
     """Ask for a sandbox. Unset limits take the service defaults; all count against quota."""
 
     image: Annotated[str | None, Field(max_length=300)] = None
-    env: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=32768)]] = Field(
-        default_factory=dict, max_length=256
-    )
+    env: EnvMap = Field(default_factory=dict)
     memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
     cpus: Annotated[float | None, Field(gt=0, le=256)] = None
     pids: Annotated[int | None, Field(ge=8, le=1 << 20)] = None
@@ -101,7 +120,7 @@ class ExecIn(_In):
     )
     stdin: Annotated[str | None, Field(max_length=1 << 20)] = None
     stdin_encoding: Literal["utf-8", "base64"] = "utf-8"
-    env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(default_factory=dict, max_length=256)
+    env: CommandEnv = Field(default_factory=dict)
     cwd: Annotated[str | None, Field(max_length=4096)] = None
     timeout: Annotated[float, Field(gt=0, le=MAX_SECONDS)] = 60.0
 
@@ -151,14 +170,14 @@ class EnvironmentFields(_In):
     """Fields of an environment; on create, unset ones take these defaults."""
 
     images: Annotated[list[Annotated[str, Field(max_length=300)]], Field(min_length=1, max_length=64)]
-    features: dict[str, dict[str, Any] | None] = Field(default_factory=dict, max_length=64)
+    features: FeatureMap = Field(default_factory=dict)
     pool_size: PoolSize = 0
     memory_mb: Annotated[int, Field(ge=16, le=1 << 20)] = 512
     cpus: Annotated[float, Field(gt=0, le=256)] = 1.0
     pids: Annotated[int, Field(ge=8, le=1 << 20)] = 256
     disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool = False
-    env: dict[str, Annotated[str, Field(max_length=32768)]] = Field(default_factory=dict, max_length=256)
+    env: CommandEnv = Field(default_factory=dict)
     session_ttl_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = 3600
     idle_timeout_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = 600
     outage_grace_period_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS)] = 60.0
@@ -176,14 +195,14 @@ class EnvironmentUpdate(_In):
     images: Annotated[
         list[Annotated[str, Field(max_length=300)]] | None, Field(min_length=1, max_length=64)
     ] = None
-    features: dict[str, dict[str, Any] | None] | None = None
+    features: FeatureMap | None = None
     pool_size: PoolSize | None = None
     memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
     cpus: Annotated[float | None, Field(gt=0, le=256)] = None
     pids: Annotated[int | None, Field(ge=8, le=1 << 20)] = None
     disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool | None = None
-    env: dict[str, Annotated[str, Field(max_length=32768)]] | None = Field(default=None, max_length=256)
+    env: CommandEnv | None = None
     session_ttl_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = None
     idle_timeout_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = None
     outage_grace_period_seconds: Annotated[float | None, Field(ge=0, le=MAX_SECONDS)] = None
@@ -287,9 +306,7 @@ class ProcessStart(_In):
     """A command to start detached; its output is kept (capped) and readable from any offset."""
 
     command: Annotated[str, Field(min_length=1, max_length=8000)]
-    env: dict[Annotated[str, Field(max_length=128)], Annotated[str, Field(max_length=32768)]] = Field(
-        default_factory=dict, max_length=256
-    )
+    env: EnvMap = Field(default_factory=dict)
     cwd: Annotated[str | None, Field(max_length=4096)] = None
 
 

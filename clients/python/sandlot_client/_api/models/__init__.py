@@ -4,11 +4,15 @@ from .activity_out import ActivityOut
 from .asset_out import AssetOut
 from .asset_ref import AssetRef
 from .environment_create import EnvironmentCreate
-from .environment_create_features_item_type_1_type_0 import EnvironmentCreateFeaturesItemType1Type0
+from .environment_create_env import EnvironmentCreateEnv
+from .environment_create_features import EnvironmentCreateFeatures
+from .environment_create_features_additional_property_type_0 import EnvironmentCreateFeaturesAdditionalPropertyType0
 from .environment_create_idle_action import EnvironmentCreateIdleAction
 from .environment_create_pool_size_type_2 import EnvironmentCreatePoolSizeType2
 from .environment_out import EnvironmentOut
-from .environment_out_features_item_type_1_type_0 import EnvironmentOutFeaturesItemType1Type0
+from .environment_out_env import EnvironmentOutEnv
+from .environment_out_features import EnvironmentOutFeatures
+from .environment_out_features_additional_property_type_0 import EnvironmentOutFeaturesAdditionalPropertyType0
 from .environment_out_idle_action import EnvironmentOutIdleAction
 from .environment_out_pool_size_type_2 import EnvironmentOutPoolSizeType2
 from .environment_update import EnvironmentUpdate
@@ -20,6 +24,7 @@ from .environment_update_idle_action_type_2_type_1 import EnvironmentUpdateIdleA
 from .environment_update_idle_action_type_3_type_1 import EnvironmentUpdateIdleActionType3Type1
 from .environment_update_pool_size_type_2 import EnvironmentUpdatePoolSizeType2
 from .exec_in import ExecIn
+from .exec_in_env import ExecInEnv
 from .exec_in_stdin_encoding import ExecInStdinEncoding
 from .exec_out import ExecOut
 from .exec_out_encoding import ExecOutEncoding
@@ -29,11 +34,13 @@ from .manifest_entry import ManifestEntry
 from .manifest_entry_encoding import ManifestEntryEncoding
 from .process_out import ProcessOut
 from .process_start import ProcessStart
+from .process_start_env import ProcessStartEnv
 from .pty_token import PtyToken
 from .readyz_readyz_response_200 import ReadyzReadyzResponse200
 from .resume_out import ResumeOut
 from .resume_out_how import ResumeOutHow
 from .sandbox_create import SandboxCreate
+from .sandbox_create_env import SandboxCreateEnv
 from .sandbox_event_out import SandboxEventOut
 from .sandbox_out import SandboxOut
 from .session_create import SessionCreate
@@ -50,11 +57,15 @@ __all__ = (
     "AssetOut",
     "AssetRef",
     "EnvironmentCreate",
-    "EnvironmentCreateFeaturesItemType1Type0",
+    "EnvironmentCreateEnv",
+    "EnvironmentCreateFeatures",
+    "EnvironmentCreateFeaturesAdditionalPropertyType0",
     "EnvironmentCreateIdleAction",
     "EnvironmentCreatePoolSizeType2",
     "EnvironmentOut",
-    "EnvironmentOutFeaturesItemType1Type0",
+    "EnvironmentOutEnv",
+    "EnvironmentOutFeatures",
+    "EnvironmentOutFeaturesAdditionalPropertyType0",
     "EnvironmentOutIdleAction",
     "EnvironmentOutPoolSizeType2",
     "EnvironmentUpdate",
@@ -66,6 +77,7 @@ __all__ = (
     "EnvironmentUpdateIdleActionType3Type1",
     "EnvironmentUpdatePoolSizeType2",
     "ExecIn",
+    "ExecInEnv",
     "ExecInStdinEncoding",
     "ExecOut",
     "ExecOutEncoding",
@@ -75,11 +87,13 @@ __all__ = (
     "ManifestEntryEncoding",
     "ProcessOut",
     "ProcessStart",
+    "ProcessStartEnv",
     "PtyToken",
     "ReadyzReadyzResponse200",
     "ResumeOut",
     "ResumeOutHow",
     "SandboxCreate",
+    "SandboxCreateEnv",
     "SandboxEventOut",
     "SandboxOut",
     "SessionCreate",

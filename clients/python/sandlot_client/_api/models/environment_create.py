@@ -13,7 +13,8 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
-  from ..models.environment_create_features_item_type_1_type_0 import EnvironmentCreateFeaturesItemType1Type0
+  from ..models.environment_create_env import EnvironmentCreateEnv
+  from ..models.environment_create_features import EnvironmentCreateFeatures
   from ..models.environment_create_pool_size_type_2 import EnvironmentCreatePoolSizeType2
 
 
@@ -32,8 +33,8 @@ class EnvironmentCreate:
             name (str):
             cpus (float | Unset):  Default: 1.0.
             disk_mb (int | None | Unset):
-            env (list[str] | Unset):
-            features (list[EnvironmentCreateFeaturesItemType1Type0 | None | str] | Unset):
+            env (EnvironmentCreateEnv | Unset):
+            features (EnvironmentCreateFeatures | Unset):
             housekeeping_interval_seconds (float | Unset):  Default: 10.0.
             idle_action (EnvironmentCreateIdleAction | Unset):  Default: EnvironmentCreateIdleAction.END.
             idle_timeout_seconds (int | None | Unset):  Default: 600.
@@ -49,8 +50,8 @@ class EnvironmentCreate:
     name: str
     cpus: float | Unset = 1.0
     disk_mb: int | None | Unset = UNSET
-    env: list[str] | Unset = UNSET
-    features: list[EnvironmentCreateFeaturesItemType1Type0 | None | str] | Unset = UNSET
+    env: EnvironmentCreateEnv | Unset = UNSET
+    features: EnvironmentCreateFeatures | Unset = UNSET
     housekeeping_interval_seconds: float | Unset = 10.0
     idle_action: EnvironmentCreateIdleAction | Unset = EnvironmentCreateIdleAction.END
     idle_timeout_seconds: int | None | Unset = 600
@@ -67,7 +68,8 @@ class EnvironmentCreate:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.environment_create_features_item_type_1_type_0 import EnvironmentCreateFeaturesItemType1Type0 # noqa: PLC0415
+        from ..models.environment_create_env import EnvironmentCreateEnv # noqa: PLC0415
+        from ..models.environment_create_features import EnvironmentCreateFeatures # noqa: PLC0415
         from ..models.environment_create_pool_size_type_2 import EnvironmentCreatePoolSizeType2 # noqa: PLC0415
         images = self.images
 
@@ -83,28 +85,13 @@ class EnvironmentCreate:
         else:
             disk_mb = self.disk_mb
 
-        env: list[str] | Unset = UNSET
+        env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
-            env = []
-            for env_item_data in self.env:
-                env_item: str
-                env_item = env_item_data
-                env.append(env_item)
+            env = self.env.to_dict()
 
-
-
-        features: list[dict[str, Any] | None | str] | Unset = UNSET
+        features: dict[str, Any] | Unset = UNSET
         if not isinstance(self.features, Unset):
-            features = []
-            for features_item_data in self.features:
-                features_item: dict[str, Any] | None | str
-                if isinstance(features_item_data, EnvironmentCreateFeaturesItemType1Type0):
-                    features_item = features_item_data.to_dict()
-                else:
-                    features_item = features_item_data
-                features.append(features_item)
-
-
+            features = self.features.to_dict()
 
         housekeeping_interval_seconds = self.housekeeping_interval_seconds
 
@@ -185,7 +172,8 @@ class EnvironmentCreate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.environment_create_features_item_type_1_type_0 import EnvironmentCreateFeaturesItemType1Type0 # noqa: PLC0415
+        from ..models.environment_create_env import EnvironmentCreateEnv # noqa: PLC0415
+        from ..models.environment_create_features import EnvironmentCreateFeatures # noqa: PLC0415
         from ..models.environment_create_pool_size_type_2 import EnvironmentCreatePoolSizeType2 # noqa: PLC0415
         d = dict(src_dict)
         images = cast(list[str], d.pop("images"))
@@ -206,41 +194,23 @@ class EnvironmentCreate:
 
 
         _env = d.pop("env", UNSET)
-        env: list[str] | Unset = UNSET
-        if _env is not UNSET:
-            env = []
-            for env_item_data in _env:
-                def _parse_env_item(data: object) -> str:
-                    return cast(str, data)
+        env: EnvironmentCreateEnv | Unset
+        if isinstance(_env,  Unset):
+            env = UNSET
+        else:
+            env = EnvironmentCreateEnv.from_dict(_env)
 
-                env_item = _parse_env_item(env_item_data)
 
-                env.append(env_item)
 
 
         _features = d.pop("features", UNSET)
-        features: list[EnvironmentCreateFeaturesItemType1Type0 | None | str] | Unset = UNSET
-        if _features is not UNSET:
-            features = []
-            for features_item_data in _features:
-                def _parse_features_item(data: object) -> EnvironmentCreateFeaturesItemType1Type0 | None | str:
-                    if data is None:
-                        return data
-                    try:
-                        if not isinstance(data, dict):
-                            raise TypeError()
-                        features_item_type_1_type_0 = EnvironmentCreateFeaturesItemType1Type0.from_dict(data)
+        features: EnvironmentCreateFeatures | Unset
+        if isinstance(_features,  Unset):
+            features = UNSET
+        else:
+            features = EnvironmentCreateFeatures.from_dict(_features)
 
 
-
-                        return features_item_type_1_type_0
-                    except (TypeError, ValueError, AttributeError, KeyError):
-                        pass
-                    return cast(EnvironmentCreateFeaturesItemType1Type0 | None | str, data)
-
-                features_item = _parse_features_item(features_item_data)
-
-                features.append(features_item)
 
 
         housekeeping_interval_seconds = d.pop("housekeeping_interval_seconds", UNSET)

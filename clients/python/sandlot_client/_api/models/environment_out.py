@@ -14,7 +14,8 @@ from typing import cast
 import datetime
 
 if TYPE_CHECKING:
-  from ..models.environment_out_features_item_type_1_type_0 import EnvironmentOutFeaturesItemType1Type0
+  from ..models.environment_out_env import EnvironmentOutEnv
+  from ..models.environment_out_features import EnvironmentOutFeatures
   from ..models.environment_out_pool_size_type_2 import EnvironmentOutPoolSizeType2
 
 
@@ -37,8 +38,8 @@ class EnvironmentOut:
             updated_at (datetime.datetime):
             cpus (float | Unset):  Default: 1.0.
             disk_mb (int | None | Unset):
-            env (list[str] | Unset):
-            features (list[EnvironmentOutFeaturesItemType1Type0 | None | str] | Unset):
+            env (EnvironmentOutEnv | Unset):
+            features (EnvironmentOutFeatures | Unset):
             housekeeping_interval_seconds (float | Unset):  Default: 10.0.
             idle_action (EnvironmentOutIdleAction | Unset):  Default: EnvironmentOutIdleAction.END.
             idle_timeout_seconds (int | None | Unset):  Default: 600.
@@ -58,8 +59,8 @@ class EnvironmentOut:
     updated_at: datetime.datetime
     cpus: float | Unset = 1.0
     disk_mb: int | None | Unset = UNSET
-    env: list[str] | Unset = UNSET
-    features: list[EnvironmentOutFeaturesItemType1Type0 | None | str] | Unset = UNSET
+    env: EnvironmentOutEnv | Unset = UNSET
+    features: EnvironmentOutFeatures | Unset = UNSET
     housekeeping_interval_seconds: float | Unset = 10.0
     idle_action: EnvironmentOutIdleAction | Unset = EnvironmentOutIdleAction.END
     idle_timeout_seconds: int | None | Unset = 600
@@ -76,7 +77,8 @@ class EnvironmentOut:
 
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.environment_out_features_item_type_1_type_0 import EnvironmentOutFeaturesItemType1Type0 # noqa: PLC0415
+        from ..models.environment_out_env import EnvironmentOutEnv # noqa: PLC0415
+        from ..models.environment_out_features import EnvironmentOutFeatures # noqa: PLC0415
         from ..models.environment_out_pool_size_type_2 import EnvironmentOutPoolSizeType2 # noqa: PLC0415
         created_at = self.created_at.isoformat()
 
@@ -100,28 +102,13 @@ class EnvironmentOut:
         else:
             disk_mb = self.disk_mb
 
-        env: list[str] | Unset = UNSET
+        env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
-            env = []
-            for env_item_data in self.env:
-                env_item: str
-                env_item = env_item_data
-                env.append(env_item)
+            env = self.env.to_dict()
 
-
-
-        features: list[dict[str, Any] | None | str] | Unset = UNSET
+        features: dict[str, Any] | Unset = UNSET
         if not isinstance(self.features, Unset):
-            features = []
-            for features_item_data in self.features:
-                features_item: dict[str, Any] | None | str
-                if isinstance(features_item_data, EnvironmentOutFeaturesItemType1Type0):
-                    features_item = features_item_data.to_dict()
-                else:
-                    features_item = features_item_data
-                features.append(features_item)
-
-
+            features = self.features.to_dict()
 
         housekeeping_interval_seconds = self.housekeeping_interval_seconds
 
@@ -206,7 +193,8 @@ class EnvironmentOut:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.environment_out_features_item_type_1_type_0 import EnvironmentOutFeaturesItemType1Type0 # noqa: PLC0415
+        from ..models.environment_out_env import EnvironmentOutEnv # noqa: PLC0415
+        from ..models.environment_out_features import EnvironmentOutFeatures # noqa: PLC0415
         from ..models.environment_out_pool_size_type_2 import EnvironmentOutPoolSizeType2 # noqa: PLC0415
         d = dict(src_dict)
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
@@ -241,41 +229,23 @@ class EnvironmentOut:
 
 
         _env = d.pop("env", UNSET)
-        env: list[str] | Unset = UNSET
-        if _env is not UNSET:
-            env = []
-            for env_item_data in _env:
-                def _parse_env_item(data: object) -> str:
-                    return cast(str, data)
+        env: EnvironmentOutEnv | Unset
+        if isinstance(_env,  Unset):
+            env = UNSET
+        else:
+            env = EnvironmentOutEnv.from_dict(_env)
 
-                env_item = _parse_env_item(env_item_data)
 
-                env.append(env_item)
 
 
         _features = d.pop("features", UNSET)
-        features: list[EnvironmentOutFeaturesItemType1Type0 | None | str] | Unset = UNSET
-        if _features is not UNSET:
-            features = []
-            for features_item_data in _features:
-                def _parse_features_item(data: object) -> EnvironmentOutFeaturesItemType1Type0 | None | str:
-                    if data is None:
-                        return data
-                    try:
-                        if not isinstance(data, dict):
-                            raise TypeError()
-                        features_item_type_1_type_0 = EnvironmentOutFeaturesItemType1Type0.from_dict(data)
+        features: EnvironmentOutFeatures | Unset
+        if isinstance(_features,  Unset):
+            features = UNSET
+        else:
+            features = EnvironmentOutFeatures.from_dict(_features)
 
 
-
-                        return features_item_type_1_type_0
-                    except (TypeError, ValueError, AttributeError, KeyError):
-                        pass
-                    return cast(EnvironmentOutFeaturesItemType1Type0 | None | str, data)
-
-                features_item = _parse_features_item(features_item_data)
-
-                features.append(features_item)
 
 
         housekeeping_interval_seconds = d.pop("housekeeping_interval_seconds", UNSET)

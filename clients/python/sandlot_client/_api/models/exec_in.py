@@ -12,6 +12,8 @@ from ..models.exec_in_stdin_encoding import ExecInStdinEncoding
 from ..types import UNSET, Unset
 from typing import cast
 
+if TYPE_CHECKING:
+  from ..models.exec_in_env import ExecInEnv
 
 
 
@@ -27,7 +29,7 @@ class ExecIn:
         Attributes:
             command (list[str] | str):
             cwd (None | str | Unset):
-            env (list[str] | Unset):
+            env (ExecInEnv | Unset):
             stdin (None | str | Unset):
             stdin_encoding (ExecInStdinEncoding | Unset):  Default: ExecInStdinEncoding.UTF_8.
             timeout (float | Unset):  Default: 60.0.
@@ -35,7 +37,7 @@ class ExecIn:
 
     command: list[str] | str
     cwd: None | str | Unset = UNSET
-    env: list[str] | Unset = UNSET
+    env: ExecInEnv | Unset = UNSET
     stdin: None | str | Unset = UNSET
     stdin_encoding: ExecInStdinEncoding | Unset = ExecInStdinEncoding.UTF_8
     timeout: float | Unset = 60.0
@@ -46,6 +48,7 @@ class ExecIn:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.exec_in_env import ExecInEnv # noqa: PLC0415
         command: list[str] | str
         if isinstance(self.command, list):
             command = self.command
@@ -60,15 +63,9 @@ class ExecIn:
         else:
             cwd = self.cwd
 
-        env: list[str] | Unset = UNSET
+        env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
-            env = []
-            for env_item_data in self.env:
-                env_item: str
-                env_item = env_item_data
-                env.append(env_item)
-
-
+            env = self.env.to_dict()
 
         stdin: None | str | Unset
         if isinstance(self.stdin, Unset):
@@ -106,6 +103,7 @@ class ExecIn:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.exec_in_env import ExecInEnv # noqa: PLC0415
         d = dict(src_dict)
         def _parse_command(data: object) -> list[str] | str:
             try:
@@ -132,16 +130,13 @@ class ExecIn:
 
 
         _env = d.pop("env", UNSET)
-        env: list[str] | Unset = UNSET
-        if _env is not UNSET:
-            env = []
-            for env_item_data in _env:
-                def _parse_env_item(data: object) -> str:
-                    return cast(str, data)
+        env: ExecInEnv | Unset
+        if isinstance(_env,  Unset):
+            env = UNSET
+        else:
+            env = ExecInEnv.from_dict(_env)
 
-                env_item = _parse_env_item(env_item_data)
 
-                env.append(env_item)
 
 
         def _parse_stdin(data: object) -> None | str | Unset:

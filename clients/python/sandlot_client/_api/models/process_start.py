@@ -11,6 +11,8 @@ from ..types import UNSET, Unset
 from ..types import UNSET, Unset
 from typing import cast
 
+if TYPE_CHECKING:
+  from ..models.process_start_env import ProcessStartEnv
 
 
 
@@ -26,12 +28,12 @@ class ProcessStart:
         Attributes:
             command (str):
             cwd (None | str | Unset):
-            env (list[str] | Unset):
+            env (ProcessStartEnv | Unset):
      """
 
     command: str
     cwd: None | str | Unset = UNSET
-    env: list[str] | Unset = UNSET
+    env: ProcessStartEnv | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -39,6 +41,7 @@ class ProcessStart:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.process_start_env import ProcessStartEnv # noqa: PLC0415
         command = self.command
 
         cwd: None | str | Unset
@@ -47,15 +50,9 @@ class ProcessStart:
         else:
             cwd = self.cwd
 
-        env: list[str] | Unset = UNSET
+        env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
-            env = []
-            for env_item_data in self.env:
-                env_item: str
-                env_item = env_item_data
-                env.append(env_item)
-
-
+            env = self.env.to_dict()
 
 
         field_dict: dict[str, Any] = {}
@@ -74,6 +71,7 @@ class ProcessStart:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.process_start_env import ProcessStartEnv # noqa: PLC0415
         d = dict(src_dict)
         command = d.pop("command")
 
@@ -88,16 +86,13 @@ class ProcessStart:
 
 
         _env = d.pop("env", UNSET)
-        env: list[str] | Unset = UNSET
-        if _env is not UNSET:
-            env = []
-            for env_item_data in _env:
-                def _parse_env_item(data: object) -> str:
-                    return cast(str, data)
+        env: ProcessStartEnv | Unset
+        if isinstance(_env,  Unset):
+            env = UNSET
+        else:
+            env = ProcessStartEnv.from_dict(_env)
 
-                env_item = _parse_env_item(env_item_data)
 
-                env.append(env_item)
 
 
         process_start = cls(

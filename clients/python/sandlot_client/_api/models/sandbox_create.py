@@ -11,6 +11,8 @@ from ..types import UNSET, Unset
 from ..types import UNSET, Unset
 from typing import cast
 
+if TYPE_CHECKING:
+  from ..models.sandbox_create_env import SandboxCreateEnv
 
 
 
@@ -26,7 +28,7 @@ class SandboxCreate:
         Attributes:
             cpus (float | None | Unset):
             disk_mb (int | None | Unset):
-            env (list[str] | Unset):
+            env (SandboxCreateEnv | Unset):
             image (None | str | Unset):
             memory_mb (int | None | Unset):
             network (bool | Unset):  Default: False.
@@ -37,7 +39,7 @@ class SandboxCreate:
 
     cpus: float | None | Unset = UNSET
     disk_mb: int | None | Unset = UNSET
-    env: list[str] | Unset = UNSET
+    env: SandboxCreateEnv | Unset = UNSET
     image: None | str | Unset = UNSET
     memory_mb: int | None | Unset = UNSET
     network: bool | Unset = False
@@ -51,6 +53,7 @@ class SandboxCreate:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.sandbox_create_env import SandboxCreateEnv # noqa: PLC0415
         cpus: float | None | Unset
         if isinstance(self.cpus, Unset):
             cpus = UNSET
@@ -63,15 +66,9 @@ class SandboxCreate:
         else:
             disk_mb = self.disk_mb
 
-        env: list[str] | Unset = UNSET
+        env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
-            env = []
-            for env_item_data in self.env:
-                env_item: str
-                env_item = env_item_data
-                env.append(env_item)
-
-
+            env = self.env.to_dict()
 
         image: None | str | Unset
         if isinstance(self.image, Unset):
@@ -131,6 +128,7 @@ class SandboxCreate:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.sandbox_create_env import SandboxCreateEnv # noqa: PLC0415
         d = dict(src_dict)
         def _parse_cpus(data: object) -> float | None | Unset:
             if data is None:
@@ -153,16 +151,13 @@ class SandboxCreate:
 
 
         _env = d.pop("env", UNSET)
-        env: list[str] | Unset = UNSET
-        if _env is not UNSET:
-            env = []
-            for env_item_data in _env:
-                def _parse_env_item(data: object) -> str:
-                    return cast(str, data)
+        env: SandboxCreateEnv | Unset
+        if isinstance(_env,  Unset):
+            env = UNSET
+        else:
+            env = SandboxCreateEnv.from_dict(_env)
 
-                env_item = _parse_env_item(env_item_data)
 
-                env.append(env_item)
 
 
         def _parse_image(data: object) -> None | str | Unset:

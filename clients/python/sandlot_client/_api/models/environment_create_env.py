@@ -14,15 +14,15 @@ from ..types import UNSET, Unset
 
 
 
-T = TypeVar("T", bound="EnvironmentOutFeaturesItemType1Type0")
+T = TypeVar("T", bound="EnvironmentCreateEnv")
 
 
 
 @_attrs_define
-class EnvironmentOutFeaturesItemType1Type0:
+class EnvironmentCreateEnv:
     
 
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+    additional_properties: dict[str, str] = _attrs_field(init=False, factory=dict)
 
 
 
@@ -40,21 +40,21 @@ class EnvironmentOutFeaturesItemType1Type0:
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        environment_out_features_item_type_1_type_0 = cls(
+        environment_create_env = cls(
         )
 
 
-        environment_out_features_item_type_1_type_0.additional_properties = d
-        return environment_out_features_item_type_1_type_0
+        environment_create_env.additional_properties = d
+        return environment_create_env
 
     @property
     def additional_keys(self) -> list[str]:
         return list(self.additional_properties.keys())
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> str:
         return self.additional_properties[key]
 
-    def __setitem__(self, key: str, value: Any) -> None:
+    def __setitem__(self, key: str, value: str) -> None:
         self.additional_properties[key] = value
 
     def __delitem__(self, key: str) -> None:
