@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import INSTANCE
+from tests.integration.servers import Server, logs
 
 REPO = Path(__file__).resolve().parents[2]
 START = "./scripts/start.sh"
@@ -47,42 +45,26 @@ def _newcomer_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("SANDLOT_") and k != "VIRTUAL_ENV"}
 
 
-def _free_port() -> int:
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(params=["no-docker", "docker"])
 def started(request: pytest.FixtureRequest, clone: Path, tmp_path: Path) -> Iterator[tuple[Path, str, str]]:
     """The README's start command in the clone; yields (clone, base URL, what it printed)."""
-    port = _free_port()
-    env = _newcomer_env()
-    env |= {"SANDLOT_PORT": str(port), "SANDLOT_INSTANCE": f"{INSTANCE}-tour-{request.param}"}
+    settings = {"SANDLOT_INSTANCE": f"{INSTANCE}-tour-{request.param}"}
     if request.param == "no-docker":
-        env["DOCKER_HOST"] = f"unix://{tmp_path}/no-docker-here.sock"
-    out = (tmp_path / "start.log").open("w+b")
-    proc = subprocess.Popen(
-        [START], cwd=clone, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        settings["DOCKER_HOST"] = f"unix://{tmp_path}/no-docker-here.sock"
+    log = tmp_path / "start.log"
+    server = Server(
+        settings,
+        log,
+        environ=_newcomer_env(),
+        command=[START],
+        cwd=clone,
+        new_session=True,  # the script's children (uv, sandlot, its workers) go with it
+        ready=logs("Sandlot listening on"),
+        timeout=300,
     )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while b"Sandlot listening on" not in (tmp_path / "start.log").read_bytes():
-            assert proc.poll() is None, (tmp_path / "start.log").read_text()
-            assert time.monotonic() < deadline, (tmp_path / "start.log").read_text()
-            time.sleep(0.3)
-        assert httpx.get(f"{url}/healthz", timeout=5).json()["status"] == "ok"
-        yield clone, url, (tmp_path / "start.log").read_text()
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        out.close()
+    with server:
+        assert httpx.get(f"{server.url}/healthz", timeout=5).json()["status"] == "ok"
+        yield clone, server.url, log.read_text()
 
 
 def test_a_fresh_clone_serves_and_the_tour_runs_verbatim(started: tuple[Path, str, str]) -> None:

@@ -14,7 +14,7 @@ from sandlot.services.accounts import AccountService
 from sandlot.settings import Settings
 from sandlot.store.engine import make_engine, make_sessionmaker
 from tests.conftest import INSTANCE
-from tests.integration.servers import serve
+from tests.integration.servers import Server
 
 Headers = dict[str, str]
 
@@ -57,8 +57,8 @@ def live_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "SANDLOT_PROCESS_OUTPUT_LIMIT": str(1 << 20),
         "SANDLOT_POOL_INTERVAL": "0.3",
     }
-    with serve(settings, data_dir / "server.log") as served:
-        yield served.url
+    with Server(settings, data_dir / "server.log") as server:
+        yield server.url
 
 
 @pytest.fixture(scope="session")
@@ -69,6 +69,11 @@ async def accounts(pg_url: str) -> AsyncIterator[AccountService]:
 
 
 NewTenant = Callable[..., Awaitable[Headers]]
+
+
+def key_of(headers: Headers) -> str:
+    """The API key in headers from ``new_tenant`` or ``operator``, for the client libraries."""
+    return headers["Authorization"].removeprefix("Bearer ")
 
 
 @pytest.fixture

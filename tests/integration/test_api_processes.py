@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import secrets
-import subprocess
-import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
@@ -18,7 +14,7 @@ from sandlot.app import create_app
 from sandlot.services.accounts import AccountService
 from sandlot.settings import Settings
 from tests.conftest import BUSYBOX, INSTANCE
-from tests.integration.test_cli import _free_port
+from tests.integration.servers import Server
 
 
 @pytest.fixture
@@ -32,48 +28,28 @@ async def tenant_key(accounts: AccountService) -> str:
 @pytest.fixture
 def two_servers(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     """Two ``sandlot serve`` processes sharing the test database (and so its instance)."""
-    procs, urls = [], []
+    servers = []
     for i in range(2):
-        port = _free_port()
-        env = {
-            **os.environ,
+        data = tmp_path_factory.mktemp(f"srv{i}")
+        settings = {
             "SANDLOT_DATABASE_URL": pg_url,
             "SANDLOT_INSTANCE": INSTANCE,
-            "SANDLOT_PORT": str(port),
             "SANDLOT_RUNTIME": "docker",
-            "SANDLOT_DATA_DIR": str(tmp_path_factory.mktemp(f"srv{i}")),
+            "SANDLOT_DATA_DIR": str(data),
             "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
             "SANDLOT_POOL_INTERVAL": "0.3",
         }
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, "-m", "sandlot", "serve", "--json"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-        urls.append(f"http://127.0.0.1:{port}")
+        # bounded by the test's own 240 s limit: a server accepts connections long before it answers
+        servers.append(Server(settings, data / "server.log", args=["--json"], timeout=240, grace=15))
     try:
-        for url in urls:
-            for _ in range(300):
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.1)
-            else:
-                pytest.fail(f"{url} did not become ready")
-        yield urls
+        for server in servers:
+            server.start(wait=False)  # both start at once
+        for server in servers:
+            server.wait_ready()
+        yield [server.url for server in servers]
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        for server in servers:
+            server.stop()
 
 
 @pytest.mark.timeout(240)

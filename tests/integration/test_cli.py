@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.conftest import INSTANCE
+from tests.integration.servers import Server, free_port
 
 
 @pytest.fixture
@@ -83,46 +82,18 @@ def test_openapi_document_is_written(env: dict[str, str], tmp_path: Path) -> Non
         assert path in doc["paths"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def _serving(env: dict[str, str], log: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
-    """``sandlot serve ARGS`` with its announcements on a pipe and its log in ``log``."""
-    with log.open("w") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sandlot", "serve", *args],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-        )
-        try:
-            yield proc
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 @pytest.fixture
 def served(env: dict[str, str], request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """``sandlot serve`` as the README's quickstart runs it; yields (url, operator key)."""
-    port = _free_port()
-    env = {**env, "SANDLOT_PORT": str(port), "SANDLOT_RUNTIME": request.param}
-    with _serving(env, tmp_path / "serve.log", "--json") as proc:
-        assert proc.stdout is not None
-        info = json.loads(proc.stdout.readline())  # printed once it answers
-        url = f"http://127.0.0.1:{port}"
-        assert info["url"] == url
-        assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
-        yield url, info["operator_key"]
+    settings = {"SANDLOT_RUNTIME": request.param}
+    server = Server(
+        settings, tmp_path / "serve.log", environ=env, args=["--json"], pipe_stdout=True, ready=None, grace=15
+    )
+    with server:
+        info = json.loads(server.stdout.readline())  # printed once it answers
+        assert info["url"] == server.url
+        assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+        yield server.url, info["operator_key"]
 
 
 @pytest.mark.parametrize("served", ["auto", "local"], indirect=True)
@@ -158,7 +129,7 @@ def test_an_unreachable_docker_chosen_explicitly_is_one_clear_line(
     # the report: with no socket aiodocker asserted, nothing caught it, and the worker died
     # after "listening" and a key had been printed
     env = {**env, "SANDLOT_RUNTIME": "docker", "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
-    done = _serve(env, "--port", str(_free_port()))
+    done = _serve(env, "--port", str(free_port()))
     assert done.returncode != 0
     assert "Traceback" not in done.stderr and "Operator key" not in done.stdout + done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
@@ -179,12 +150,19 @@ def test_a_start_that_cannot_bind_says_why_and_prints_no_key(env: dict[str, str]
 def test_auto_without_docker_serves_on_the_local_runtime_and_says_so_once(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    port = _free_port()
-    env = {**env, "SANDLOT_RUNTIME": "auto", "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
-    with _serving(env, tmp_path / "serve.log", "--port", str(port)) as proc:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().startswith("Sandlot listening on")
-        assert "Operator key" in proc.stdout.readline()
-        assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).json()["runtime"] == "local"
+    settings = {"SANDLOT_RUNTIME": "auto", "DOCKER_HOST": f"unix://{tmp_path}/none.sock"}
+    server = Server(
+        settings,
+        tmp_path / "serve.log",
+        environ=env,
+        port_as_arg=True,
+        pipe_stdout=True,
+        ready=None,
+        grace=15,
+    )
+    with server:
+        assert server.stdout.readline().startswith("Sandlot listening on")
+        assert "Operator key" in server.stdout.readline()
+        assert httpx.get(f"{server.url}/readyz", timeout=5).json()["runtime"] == "local"
     said = (tmp_path / "serve.log").read_text()
     assert said.count("no Docker engine answers") == 1, said

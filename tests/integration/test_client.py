@@ -9,6 +9,7 @@ import filecmp
 import io
 import json
 import secrets
+import signal
 import subprocess
 import sys
 import tarfile
@@ -27,14 +28,10 @@ from sandlot_client import (
     Sandlot,
     output_bytes,
 )
-from tests.integration.conftest import NewTenant
-from tests.integration.test_restart import Server
+from tests.integration.conftest import NewTenant, key_of
+from tests.integration.test_restart import restartable_server
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def key_of(headers: dict[str, str]) -> str:
-    return headers["Authorization"].removeprefix("Bearer ")
 
 
 def test_the_generated_client_is_current(tmp_path: Path) -> None:
@@ -162,7 +159,7 @@ async def test_a_full_pool_is_retried_after_retry_after(live_server: str, new_te
 
 async def test_resume_after_the_server_restarted(pg_url: str, tmp_path: Path, new_tenant: NewTenant) -> None:
     key = key_of(await new_tenant())
-    server = Server(pg_url, tmp_path / "data")
+    server = restartable_server(pg_url, tmp_path / "data")
     try:
         await asyncio.to_thread(server.start)
 
@@ -175,7 +172,7 @@ async def test_resume_after_the_server_restarted(pg_url: str, tmp_path: Path, ne
                 return s.state_json()
 
         saved = await asyncio.to_thread(before)
-        server.kill()
+        server.stop(signal.SIGKILL)
         await asyncio.to_thread(server.start)
 
         def after() -> tuple[str | None, str]:
@@ -188,7 +185,7 @@ async def test_resume_after_the_server_restarted(pg_url: str, tmp_path: Path, ne
         how, out = await asyncio.to_thread(after)
         assert how == "reattached" and out == "kept\n/tmp\n"
     finally:
-        server.kill()
+        server.stop(signal.SIGKILL)
 
 
 def test_the_client_installs_alone_in_a_clean_venv(tmp_path: Path) -> None:

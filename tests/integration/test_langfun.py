@@ -13,15 +13,11 @@ import pytest
 from sandlot_client import Sandlot
 from sandlot_client.langfun_env import SandlotSandbox, SandlotSandboxService
 from tests.integration.api.test_pools_and_sessions import docker_kill
-from tests.integration.conftest import NewTenant
+from tests.integration.conftest import NewTenant, key_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.timeout(180)]
 
 IMAGE = "sandlot/busybox:latest"
-
-
-def key_of(headers: dict[str, str]) -> str:
-    return headers["Authorization"].removeprefix("Bearer ")
 
 
 def kill_container(sandbox_id: str) -> None:

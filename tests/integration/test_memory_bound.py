@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import BUSYBOX, INSTANCE
 from tests.integration.conftest import NewTenant
-from tests.integration.servers import serve
+from tests.integration.servers import Server
 
 WORKSPACE_MIB = 700
 CLIENTS = 5
@@ -64,7 +64,7 @@ def server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
         "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
         "SANDLOT_MAX_SNAPSHOT_BYTES": str(768 << 20),
     }
-    with serve(settings, data / "server.log") as served:
+    with Server(settings, data / "server.log") as served:
         yield served.url, served.pid
 
 

@@ -28,17 +28,13 @@ from sandlot_client.openai_agents import (
     SandlotSandboxSession,
 )
 from tests.integration.api.test_snapshots import remove_container
-from tests.integration.conftest import NewTenant
+from tests.integration.conftest import NewTenant, key_of
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.timeout(180)]
 set_tracing_disabled(True)  # the SDK's own traces would go to OpenAI; nothing leaves this machine
 
 NOTE = "written by the agent"  # apply_patch writes the lines without a final newline
 PATCH = f"*** Begin Patch\n*** Add File: notes/todo.txt\n+{NOTE}\n*** End Patch\n"
-
-
-def key_of(headers: dict[str, str]) -> str:
-    return headers["Authorization"].removeprefix("Bearer ")
 
 
 def scripted_turn() -> ScriptedModel:

@@ -4,12 +4,7 @@ session is still listed and resumable, and no container is left that the store d
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,60 +15,30 @@ import pytest
 
 from tests.conftest import INSTANCE
 from tests.integration.conftest import NewTenant
+from tests.integration.servers import Server
 
 RESTART_INSTANCE = f"{INSTANCE}-rs"
 
 
-class Server:
+def restartable_server(pg_url: str, data_dir: Path) -> Server:
     """``sandlot serve`` in its own process group, so SIGKILL takes the workers with it."""
-
-    def __init__(self, pg_url: str, data_dir: Path) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "SANDLOT_DATABASE_URL": pg_url,
-            "SANDLOT_PORT": str(self.port),
-            "SANDLOT_RUNTIME": "docker",
-            "SANDLOT_INSTANCE": RESTART_INSTANCE,
-            "SANDLOT_DATA_DIR": str(data_dir),
-            "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
-        }
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sandlot", "serve"],
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        pytest.fail("server did not start")
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, sig)
-            self.proc.wait(timeout=20)
-        self.proc = None
+    settings = {
+        "SANDLOT_DATABASE_URL": pg_url,
+        "SANDLOT_RUNTIME": "docker",
+        "SANDLOT_INSTANCE": RESTART_INSTANCE,
+        "SANDLOT_DATA_DIR": str(data_dir),
+        "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+    }
+    return Server(settings, new_session=True, grace=20)
 
 
 @pytest.fixture
 def server(pg_url: str, tmp_path: Path) -> Iterator[Server]:
-    srv = Server(pg_url, tmp_path / "data")
+    srv = restartable_server(pg_url, tmp_path / "data")
     try:
         yield srv
     finally:
-        srv.kill(signal.SIGTERM)
+        srv.stop(signal.SIGTERM)
 
 
 async def test_sessions_survive_sigkill_and_no_unknown_container_remains(
@@ -93,7 +58,7 @@ async def test_sessions_survive_sigkill_and_no_unknown_container_remains(
         # a session being created (a container starting) when the service dies
         inflight = asyncio.ensure_future(http.post("/v1/sessions", json={"environment": "rs"}))
         await asyncio.sleep(0.15)
-        server.kill()
+        server.stop(signal.SIGKILL)
         with pytest.raises(httpx.TransportError):
             await inflight
 
