@@ -8,6 +8,7 @@ from typing import Any
 
 from litestar import Litestar, Router
 from litestar.di import Provide
+from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.opentelemetry import OpenTelemetryConfig
@@ -19,13 +20,13 @@ from sandlot.api.deps import provide_principal, provide_services
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
-from sandlot.api.middleware import NameSpanByRoute, RefuseNul
+from sandlot.api.middleware import RefuseNul, RequestTracing
 from sandlot.api.processes import ProcessController
 from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
 from sandlot.api.sessions import SessionController, SessionWorkspaceController
 from sandlot.api.snapshots import SnapshotController
-from sandlot.observability.tracing import build_provider, request_span_start
+from sandlot.observability.tracing import build_provider, request_span_start, tracer_for
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.settings import Settings
 from sandlot.wiring import assemble
@@ -111,5 +112,5 @@ def _middleware(provider: TracerProvider | None) -> list[Any]:
                 scope_span_details_extractor=request_span_start,
             ).middleware
         )
-        middleware.append(NameSpanByRoute)
+        middleware.append(DefineMiddleware(RequestTracing, tracer=tracer_for(provider)))
     return middleware

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sandlot.api.deps import Services
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.metrics import Metrics
-from sandlot.observability.tracing import TracedRuntime, Tracing
+from sandlot.observability.tracing import TracedRuntime, bind_tracer, tracer_for, unbind_tracer
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.select import make_runtime
 from sandlot.runtime.shell import ShellManager
@@ -80,9 +80,10 @@ async def assemble(
 
 
 def _trace(stack: AsyncExitStack, provider: TracerProvider | None, engine: AsyncEngine) -> None:
-    """Spans from this process go to ``provider`` (none when tracing is off), database calls
-    included, until the stack closes."""
-    Tracing.install(provider)
+    """Spans from this app's background work go to ``provider`` (none when tracing is off),
+    database calls included, until the stack closes. Requests bind the same tracer in their
+    middleware (``api/middleware.py``)."""
+    stack.callback(unbind_tracer, bind_tracer(tracer_for(provider)))
     if provider is None:
         return
     # its version check stops at SQLAlchemy 2.0; the engine events it uses are unchanged in
@@ -94,8 +95,6 @@ def _trace(stack: AsyncExitStack, provider: TracerProvider | None, engine: Async
     def untrace() -> None:
         SQLAlchemyInstrumentor().uninstrument()
         provider.force_flush()
-        if Tracing.provider is provider:
-            Tracing.install(None)
 
     stack.callback(untrace)
 

@@ -184,6 +184,29 @@ async def test_without_a_client_traceparent_a_request_starts_its_own_trace(
     assert servers and servers[-1].parent is None
 
 
+async def test_apps_in_one_process_each_trace_to_their_own_provider(
+    traced: tuple[AsyncTestClient, InMemorySpanExporter], app_settings: Settings, new_tenant: NewTenant
+) -> None:
+    """An untraced app started beside a traced one neither silences it nor receives its spans
+    (the tracer was one process-wide setting: the last app started won)."""
+    client, exporter = traced
+    headers = await new_tenant()
+    other = create_app(app_settings.model_copy(update={"instance": f"{app_settings.instance}-other"}))
+    async with AsyncTestClient(other, timeout=120) as untraced:
+        exporter.clear()
+        name = f"two-{secrets.token_hex(3)}"
+        body = {"name": name, "images": ["sandlot/busybox:latest"], "pool_size": 0}
+        assert (await untraced.post("/v1/environments", json=body, headers=headers)).status_code == 201
+        theirs = (await untraced.post("/v1/sessions", json={"environment": name}, headers=headers)).json()
+        assert not [s for s in exporter.get_finished_spans() if s.name == "session.start"]
+        ours = await client.post("/v1/sessions", json={"environment": name}, headers=headers)
+        assert ours.status_code == 201
+        starts = [s for s in exporter.get_finished_spans() if s.name == "session.start"]
+        assert [(s.attributes or {})["sandlot.session_id"] for s in starts] == [ours.json()["id"]]
+        for sid in (theirs["id"], ours.json()["id"]):
+            assert (await client.delete(f"/v1/sessions/{sid}", headers=headers)).status_code == 204
+
+
 async def test_metrics_parse_and_count_acquisitions(client: AsyncTestClient, new_tenant: NewTenant) -> None:
     headers = await new_tenant()
 

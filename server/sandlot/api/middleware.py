@@ -2,8 +2,8 @@
 
 :class:`RefuseNul` refuses what no route may see: a NUL byte in a path or query string can name
 nothing here, and PostgreSQL refuses it in any text value, so it is answered with a 422 before
-the handler (a WebSocket is closed with 1008). :class:`NameSpanByRoute` names the request span
-by the route template, which only exists after routing.
+the handler (a WebSocket is closed with 1008). :class:`RequestTracing` binds the app's tracer and
+names the request span by the route template, which only exists after routing.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from litestar.types import ASGIApp, HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
+from opentelemetry.trace import Tracer
 
-from sandlot.observability.tracing import name_request_span
+from sandlot.observability.tracing import bind_tracer, name_request_span, unbind_tracer
 
-__all__ = ["NameSpanByRoute", "RefuseNul"]
+__all__ = ["RefuseNul", "RequestTracing"]
 
 
 def _has_nul(scope: Scope) -> str | None:
@@ -62,10 +63,18 @@ class RefuseNul:
         await send(body_event)
 
 
-class NameSpanByRoute:
-    def __init__(self, app: ASGIApp) -> None:
+class RequestTracing:
+    """Binds the app's tracer for the request (Sandlot's own spans go to this app's provider)
+    and names the request span by its route template."""
+
+    def __init__(self, app: ASGIApp, tracer: Tracer) -> None:
         self.app = app
+        self.tracer = tracer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        name_request_span(scope)
-        await self.app(scope, receive, send)
+        token = bind_tracer(self.tracer)
+        try:
+            name_request_span(scope)
+            await self.app(scope, receive, send)
+        finally:
+            unbind_tracer(token)

@@ -5,7 +5,7 @@ on); under them, the services open child spans for lifecycle events and for ever
 activity with the ``sandlot.*`` attributes below. Background loops start their own root spans
 and link them to the spans that created the sandboxes they touch.
 
-When tracing is off, :data:`tracer` hands out OpenTelemetry's non-recording spans: no exporter,
+When tracing is off, :func:`span` gets OpenTelemetry's non-recording spans: no exporter,
 no processor, no allocation beyond the span object, so the cost is not measurable (the
 benchmark ``bench/bench_tracing.py`` shows it).
 """
@@ -20,6 +20,7 @@ import operator
 import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextvars import ContextVar, Token
 from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import context as otel_context
@@ -38,7 +39,7 @@ __all__ = [
     "ATTR",
     "SandboxSpans",
     "TracedRuntime",
-    "Tracing",
+    "bind_tracer",
     "build_provider",
     "current_traceparent",
     "name_request_span",
@@ -46,6 +47,9 @@ __all__ = [
     "span",
     "traced",
     "traced_env",
+    "tracer_for",
+    "tracing",
+    "unbind_tracer",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,23 +73,30 @@ ATTR = {
 }
 
 
-class Tracing:
-    """The tracer provider in use. One per process: the app factory installs it, and code
-    that opens spans asks :func:`tracer` for the current one."""
+_NO_TRACER: trace.Tracer = trace.NoOpTracer()
+#: The tracer of the app whose work is running. Each app binds its own (:func:`bind_tracer`):
+#: its lifespan before the background loops start (their tasks inherit it) and its middleware
+#: for every request, so several apps in one process never share one.
+_tracer: ContextVar[trace.Tracer] = ContextVar("sandlot_tracer", default=_NO_TRACER)
 
-    provider: trace.TracerProvider = trace.NoOpTracerProvider()
-    enabled: bool = False
-    _tracer: trace.Tracer = trace.NoOpTracer()
 
-    @classmethod
-    def install(cls, provider: trace.TracerProvider | None) -> None:
-        cls.provider = provider or trace.NoOpTracerProvider()
-        cls.enabled = provider is not None
-        cls._tracer = cls.provider.get_tracer("sandlot", __version__)
+def tracer_for(provider: trace.TracerProvider | None) -> trace.Tracer:
+    """Sandlot's tracer from ``provider``; the non-recording one when tracing is off."""
+    return provider.get_tracer("sandlot", __version__) if provider is not None else _NO_TRACER
 
-    @classmethod
-    def tracer(cls) -> trace.Tracer:
-        return cls._tracer
+
+def bind_tracer(tracer: trace.Tracer) -> Token[trace.Tracer]:
+    """Make ``tracer`` the one :func:`span` uses in this context (and the tasks it starts)."""
+    return _tracer.set(tracer)
+
+
+def unbind_tracer(token: Token[trace.Tracer]) -> None:
+    _tracer.reset(token)
+
+
+def tracing() -> bool:
+    """Whether the work running now is traced."""
+    return _tracer.get() is not _NO_TRACER
 
 
 def build_provider(settings: Settings, *, processor: SpanProcessor | None = None) -> TracerProvider | None:
@@ -162,7 +173,7 @@ def span(
     work). Keyword attributes use the short names of :data:`ATTR`. An exception marks the span
     as an error with ``error.type`` (the Sandlot error code where there is one) and goes on."""
     ctx = otel_context.Context() if root else None
-    with Tracing.tracer().start_as_current_span(
+    with _tracer.get().start_as_current_span(
         name,
         context=ctx,
         links=links,
@@ -202,7 +213,7 @@ def traced(
         @functools.wraps(fn)
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
             values: dict[str, Any] = {}
-            if Tracing.enabled:  # binding costs microseconds; a no-op span drops attributes anyway
+            if tracing():  # binding costs microseconds; a no-op span drops attributes anyway
                 bound = signature.bind(*args, **kwargs)
                 bound.apply_defaults()
                 values = {attr: get(bound.arguments) for attr, get in sources.items()}
@@ -243,7 +254,7 @@ def fail(current: Span, exc: BaseException) -> None:
 
 def current_traceparent() -> str:
     """The W3C ``traceparent`` of the current span, or "" when nothing is being traced."""
-    if not Tracing.enabled:
+    if not tracing():
         return ""
     carrier: dict[str, str] = {}
     inject(carrier)
@@ -266,7 +277,7 @@ class SandboxSpans:
         self._spans: OrderedDict[str, SpanContext] = OrderedDict()
 
     def remember(self, sandbox_id: str) -> None:
-        if not Tracing.enabled:
+        if not tracing():
             return
         ctx = trace.get_current_span().get_span_context()
         if ctx.is_valid:
