@@ -112,5 +112,6 @@ def _middleware(provider: TracerProvider | None) -> list[Any]:
                 scope_span_details_extractor=request_span_start,
             ).middleware
         )
-        middleware.append(DefineMiddleware(RequestTracing, tracer=tracer_for(provider)))
+    # every app binds its own tracer for its requests (the non-recording one when tracing is off)
+    middleware.append(DefineMiddleware(RequestTracing, tracer=tracer_for(provider)))
     return middleware

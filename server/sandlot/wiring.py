@@ -12,7 +12,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import cast
 
-from opentelemetry.instrumentation.sqlalchemy import SQLAlchemyInstrumentor
+from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
+from opentelemetry.metrics import NoOpMeter
 from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -81,22 +82,16 @@ async def assemble(
 
 def _trace(stack: AsyncExitStack, provider: TracerProvider | None, engine: AsyncEngine) -> None:
     """Spans from this app's background work go to ``provider`` (none when tracing is off),
-    database calls included, until the stack closes. Requests bind the same tracer in their
-    middleware (``api/middleware.py``)."""
+    until the stack closes; requests bind the same tracer in their middleware
+    (``api/middleware.py``). Database calls are traced on this app's engine only: the
+    instrumentor's ``instrument()`` patches SQLAlchemy process-wide (a second app's calls went to
+    the first app's provider), so its per-engine tracer is attached directly."""
     stack.callback(unbind_tracer, bind_tracer(tracer_for(provider)))
     if provider is None:
         return
-    # its version check stops at SQLAlchemy 2.0; the engine events it uses are unchanged in
-    # 2.1 (tests/integration/test_observability.py checks the spans arrive)
-    SQLAlchemyInstrumentor().instrument(
-        engine=engine.sync_engine, tracer_provider=provider, skip_dep_check=True
-    )
-
-    def untrace() -> None:
-        SQLAlchemyInstrumentor().uninstrument()
-        provider.force_flush()
-
-    stack.callback(untrace)
+    usage = NoOpMeter("sandlot").create_up_down_counter("db.client.connections.usage")
+    EngineTracer(provider.get_tracer("opentelemetry.instrumentation.sqlalchemy"), engine.sync_engine, usage)
+    stack.callback(provider.force_flush)
 
 
 async def _runtime(
@@ -106,9 +101,10 @@ async def _runtime(
     provider: TracerProvider | None,
 ) -> SandboxRuntime:
     chosen = given or await make_runtime(settings)
+    rt = cast(SandboxRuntime, TracedRuntime(chosen)) if provider else chosen
     if given is None:
-        stack.push_async_callback(chosen.close)
-    return cast(SandboxRuntime, TracedRuntime(chosen)) if provider else chosen
+        stack.push_async_callback(rt.close)
+    return rt
 
 
 async def _services(

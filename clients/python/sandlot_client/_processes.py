@@ -1,6 +1,6 @@
 """Background processes of a session: ``session.processes`` and :class:`AsyncProcess`.
 
-Each REST call is the generated endpoint function of its route (``_api.api.processes``); only
+Each REST request is built by the generated function of its route (``_api.api.processes``); only
 the live output stream is a WebSocket (:class:`~sandlot_client._streams.OutputStream`).
 """
 
@@ -42,11 +42,11 @@ class Processes:
         self, command: str, *, env: dict[str, str] | None = None, cwd: str | None = None
     ) -> AsyncProcess:
         body = _bodies.process_start(command, env, cwd)
-        data = await self._s._json(partial(start_process.asyncio_detailed, self._s.id, body=body))
+        data = await self._s._json(partial(start_process._get_kwargs, self._s.id, body=body))
         return AsyncProcess(self._s, data)
 
     async def list(self) -> list[dict[str, Any]]:
-        return list(await self._s._json(partial(list_processes.asyncio_detailed, self._s.id)))
+        return list(await self._s._json(partial(list_processes._get_kwargs, self._s.id)))
 
 
 class AsyncProcess:
@@ -65,7 +65,7 @@ class AsyncProcess:
         return f"/v1/sessions/{self._s.id}/processes/{self.id}"  # the WebSocket stream's base
 
     async def status(self) -> dict[str, Any]:
-        self.data = await self._s._json(partial(get_process.asyncio_detailed, self._s.id, self.id))
+        self.data = await self._s._json(partial(get_process._get_kwargs, self._s.id, self.id))
         return self.data
 
     async def wait(self, poll: float = 0.2) -> dict[str, Any]:
@@ -77,11 +77,11 @@ class AsyncProcess:
             await asyncio.sleep(poll)
 
     async def kill(self) -> dict[str, Any]:
-        self.data = await self._s._json(partial(kill_process.asyncio_detailed, self._s.id, self.id))
+        self.data = await self._s._json(partial(kill_process._get_kwargs, self._s.id, self.id))
         return self.data
 
     async def output(self, offset: int = 0, limit: int = 1 << 20) -> bytes:
-        endpoint = partial(process_output.asyncio_detailed, self._s.id, self.id, offset=offset, limit=limit)
+        endpoint = partial(process_output._get_kwargs, self._s.id, self.id, offset=offset, limit=limit)
         return (await self._s._client._rest(endpoint)).content
 
     def stream(self, offset: int = 0, *, reconnect: bool = True, max_reconnects: int = 20) -> OutputStream:

@@ -1,6 +1,6 @@
 """How one REST call is sent: the retry policy and the mapping of problem answers to exceptions.
 
-Every call the SDK makes, a generated endpoint function or a raw request by path, goes through
+Every call the SDK makes, a generated route's request or a raw request by path, goes through
 :func:`send`, so the policy lives in one place and is spelled in tenacity's terms rather than as
 a hand-written loop: retry what :func:`retryable` accepts, at most ``max_retries`` times, after
 an exponential backoff with ±20 % jitter that a ``Retry-After`` header can only lengthen.

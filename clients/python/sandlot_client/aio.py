@@ -1,8 +1,8 @@
 """The async client: :class:`AsyncSandlot` and the session objects it hands out.
 
 Transport is the generated low-level client (:mod:`sandlot_client._api`, from the service's
-OpenAPI document): every REST call here is the generated endpoint function of its route, with
-bodies built from the generated models (:mod:`sandlot_client._bodies`), so the two cannot
+OpenAPI document): every REST request here is built by the generated function of its route, with
+bodies from the generated models (:mod:`sandlot_client._bodies`), so the two cannot
 drift. This layer adds sessions as context managers, typed exceptions, retries with backoff for
 retryable errors (:mod:`sandlot_client._transport`), resumable output streams and terminals over
 WebSockets (:mod:`sandlot_client._streams`), and a session state that serialises to JSON and
@@ -47,8 +47,12 @@ __all__ = ["AsyncProcess", "AsyncPty", "AsyncSandlot", "AsyncSession", "OutputSt
 
 A = TypeVar("A", bound=Answer)
 
-Endpoint = Callable[..., Awaitable[Response[Any]]]
-"""A generated ``asyncio_detailed`` with its route's arguments bound, still awaiting ``client=``."""
+Endpoint = Callable[[], dict[str, Any]]
+"""A generated route's ``_get_kwargs`` with its arguments bound: the method, path (parameters
+quoted) and body of the request, checked by mypy against the route. The answer is not parsed
+into the generated models: the SDK returns the JSON as the service sent it, and an answer the
+models do not expect (a newer or older service, a proxy's status) must still give a typed
+error, not a ``KeyError`` or ``ValueError`` from the parser."""
 
 
 class AsyncSandlot:
@@ -95,7 +99,7 @@ class AsyncSandlot:
     async def request(self, method: str, path: str, *, json_body: Any = None, **kw: Any) -> httpx.Response:
         """One API call by method and path, with the retry policy; a problem answer raises its
         typed exception. For routes this client has no method for; its own methods call the
-        generated endpoint functions."""
+        generated route functions."""
         return await self._send(lambda: self._http.request(method, path, json=json_body, **kw))
 
     async def call(self, method: str, path: str, body: Any = None) -> Any:
@@ -110,9 +114,9 @@ class AsyncSandlot:
             attempt, max_retries=self.max_retries, backoff=self.backoff, base_path=self._base_path
         )
 
-    async def _rest(self, endpoint: Endpoint) -> Response[Any]:
-        """Call a generated endpoint function (see :data:`Endpoint`) with the retry policy."""
-        return await self._send(lambda: endpoint(client=self._api))
+    async def _rest(self, endpoint: Endpoint) -> httpx.Response:
+        """Send a generated route's request (see :data:`Endpoint`) with the retry policy."""
+        return await self._send(lambda: self._http.request(**endpoint()))
 
     async def _rest_json(self, endpoint: Endpoint) -> Any:
         """:meth:`_rest`, answering the JSON body as the service sent it (None when empty)."""
@@ -122,11 +126,11 @@ class AsyncSandlot:
 
     async def create_environment(self, name: str, images: list[str], **fields: Any) -> dict[str, Any]:
         body = _bodies.environment_create(name, images, fields)
-        return dict(await self._rest_json(partial(create_environment_route.asyncio_detailed, body=body)))
+        return dict(await self._rest_json(partial(create_environment_route._get_kwargs, body=body)))
 
     async def _get_environment(self, name: str) -> dict[str, Any]:
         """The environment ``name`` (for the adapters, which check it exists before starting)."""
-        return dict(await self._rest_json(partial(get_environment_route.asyncio_detailed, name)))
+        return dict(await self._rest_json(partial(get_environment_route._get_kwargs, name)))
 
     async def start_session(
         self,
@@ -148,7 +152,7 @@ class AsyncSandlot:
             assets=assets,
             files=files,
         )
-        data = await self._rest_json(partial(start_session_route.asyncio_detailed, body=body))
+        data = await self._rest_json(partial(start_session_route._get_kwargs, body=body))
         return AsyncSession(self, data)
 
     def session(self, environment: str, **kw: Any) -> _SessionContext:
@@ -159,7 +163,7 @@ class AsyncSandlot:
         """Resume from :meth:`AsyncSession.state` (a dict or its JSON): reattach to the same
         sandbox when it is alive, otherwise the service hydrates a replacement."""
         data = json.loads(state) if isinstance(state, str) else state
-        body = await self._rest_json(partial(resume_route.asyncio_detailed, data["session_id"]))
+        body = await self._rest_json(partial(resume_route._get_kwargs, data["session_id"]))
         session = AsyncSession(self, body["session"])
         session.resumed_how = body["how"]
         return session
@@ -216,30 +220,30 @@ class AsyncSession:
         return json.dumps(self.state(), sort_keys=True)
 
     async def _json(self, endpoint: Endpoint) -> Any:
-        """The JSON answer of a generated endpoint function (for this session's routes)."""
+        """The JSON answer of a generated route's request (for this session's routes)."""
         return await self._client._rest_json(endpoint)
 
     async def activity(self, feature: str, name: str, **args: Any) -> dict[str, Any]:
         body = _bodies.activity_args(args)
-        endpoint = partial(activity_route.asyncio_detailed, self.id, feature, name, body=body)
+        endpoint = partial(activity_route._get_kwargs, self.id, feature, name, body=body)
         return dict(await self._json(endpoint))
 
     async def refresh(self) -> AsyncSession:
-        self.data = await self._json(partial(get_session_route.asyncio_detailed, self.id))
+        self.data = await self._json(partial(get_session_route._get_kwargs, self.id))
         return self
 
     async def checkpoint(self) -> dict[str, Any]:
-        return dict(await self._json(partial(checkpoint_route.asyncio_detailed, self.id)))
+        return dict(await self._json(partial(checkpoint_route._get_kwargs, self.id)))
 
     async def checkpoints(self) -> list[dict[str, Any]]:
-        return list(await self._json(partial(checkpoints_route.asyncio_detailed, self.id)))
+        return list(await self._json(partial(checkpoints_route._get_kwargs, self.id)))
 
     async def download(self, snapshot_id: str) -> bytes:
-        return (await self._client._rest(partial(archive_route.asyncio_detailed, snapshot_id))).content
+        return (await self._client._rest(partial(archive_route._get_kwargs, snapshot_id))).content
 
     async def export_workspace(self) -> bytes:
         """The workspace as it is now: a tar of workspace-relative paths (nothing is stored)."""
-        return (await self._client._rest(partial(export_route.asyncio_detailed, self.id))).content
+        return (await self._client._rest(partial(export_route._get_kwargs, self.id))).content
 
     async def import_workspace(self, archive: bytes) -> dict[str, Any]:
         """Unpack a tar (any compression) over the workspace; its files replace those there."""
@@ -250,22 +254,22 @@ class AsyncSession:
         return dict(_json(await self._client._send(lambda: self._client._http.request(**route))))
 
     async def suspend(self) -> dict[str, Any]:
-        self.data = await self._json(partial(suspend_route.asyncio_detailed, self.id))
+        self.data = await self._json(partial(suspend_route._get_kwargs, self.id))
         return self.state()
 
     async def resume(self) -> str:
-        body = await self._json(partial(resume_route.asyncio_detailed, self.id))
+        body = await self._json(partial(resume_route._get_kwargs, self.id))
         self.data = body["session"]
         self.resumed_how = body["how"]
         return str(body["how"])
 
     async def activities(self) -> list[dict[str, Any]]:
         # limit and offset unset: the service's defaults, as before the generated layer
-        endpoint = partial(activities_route.asyncio_detailed, self.id, limit=UNSET, offset=UNSET)
+        endpoint = partial(activities_route._get_kwargs, self.id, limit=UNSET, offset=UNSET)
         return list(await self._json(endpoint))
 
     async def end(self) -> None:
-        await self._client._rest(partial(end_route.asyncio_detailed, self.id))
+        await self._client._rest(partial(end_route._get_kwargs, self.id))
         self.data = {**self.data, "status": "ended"}
 
     async def pty(self, cols: int = 80, rows: int = 24) -> AsyncPty:

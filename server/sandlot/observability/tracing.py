@@ -91,7 +91,10 @@ def bind_tracer(tracer: trace.Tracer) -> Token[trace.Tracer]:
 
 
 def unbind_tracer(token: Token[trace.Tracer]) -> None:
-    _tracer.reset(token)
+    """Undo :func:`bind_tracer`. A context torn down elsewhere (an app whose lifespan the loop
+    finished in another task) keeps its binding: nothing runs in it any more."""
+    with contextlib.suppress(ValueError):
+        _tracer.reset(token)
 
 
 def tracing() -> bool:

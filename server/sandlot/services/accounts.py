@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ class Principal:
 def _signer(secret: str, audience: str) -> URLSafeSerializer:
     """Signs terminal tokens: keyed by the key's stored digest (every process can check a token,
     and revoking the key revokes it), salted by the audience (a token opens one terminal)."""
-    return URLSafeSerializer(secret, salt=audience)
+    return URLSafeSerializer(secret, salt=audience, signer_kwargs={"digest_method": hashlib.sha256})
 
 
 #: What every terminal token starts with (the rest is itsdangerous' payload.signature).
