@@ -112,6 +112,8 @@ def _middleware(provider: TracerProvider | None) -> list[Any]:
                 scope_span_details_extractor=request_span_start,
             ).middleware
         )
-    # every app binds its own tracer for its requests (the non-recording one when tracing is off)
-    middleware.append(DefineMiddleware(RequestTracing, tracer=tracer_for(provider)))
+        # this app's tracer for its requests; without it they use the non-recording one (a
+        # request task starts from the server's context, where nothing is bound), so an
+        # untraced app pays for no middleware on the hot path
+        middleware.append(DefineMiddleware(RequestTracing, tracer=tracer_for(provider)))
     return middleware
