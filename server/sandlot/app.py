@@ -26,6 +26,7 @@ from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
 from sandlot.api.sessions import SessionController, SessionWorkspaceController
 from sandlot.api.snapshots import SnapshotController
+from sandlot.api.tenants import KeyController, TenantController
 from sandlot.observability.tracing import build_provider, request_span_start, tracer_for
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.settings import Settings
@@ -95,6 +96,8 @@ def _routers(settings: Settings) -> list[Router]:
             ProcessController,
             PtyController,
             HealthController,
+            TenantController,
+            KeyController,
         ],
         request_max_body_size=settings.max_request_bytes,
     )

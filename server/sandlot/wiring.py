@@ -36,6 +36,7 @@ from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
 from sandlot.services.snapshots import SnapshotService
+from sandlot.services.tenants import TenantService
 from sandlot.services.terminals import TerminalService
 from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
@@ -154,6 +155,7 @@ async def _services(
         assets=assets,
         terminals=TerminalService(accounts, sandboxes, session_service),
         health=HealthService(reads, rt, pools, metrics),
+        tenants=TenantService(accounts, reads),
     )
     return services, recorder, shells
 

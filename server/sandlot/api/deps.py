@@ -19,6 +19,7 @@ from sandlot.services.processes import ProcessService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
 from sandlot.services.snapshots import SnapshotService
+from sandlot.services.tenants import TenantService
 from sandlot.services.terminals import TerminalService
 from sandlot.settings import Settings
 
@@ -51,6 +52,7 @@ class Services:
     assets: AssetService
     terminals: TerminalService
     health: HealthService
+    tenants: TenantService
 
 
 def provide_services(state: State) -> Services:

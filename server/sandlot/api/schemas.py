@@ -21,6 +21,8 @@ __all__ = [
     "ExecIn",
     "ExecOut",
     "FileWritten",
+    "In",
+    "Out",
     "ProcessOut",
     "ProcessStart",
     "ResumeOut",
@@ -33,7 +35,9 @@ __all__ = [
 ]
 
 
-class _In(BaseModel):
+class In(BaseModel):
+    """Base of input schemas: unknown fields are refused."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -62,14 +66,16 @@ CommandEnv = Annotated[dict[str, _Value], _at_most(256)]
 FeatureMap = Annotated[dict[str, dict[str, Any] | None], _at_most(64)]
 
 
-class _Out(BaseModel):
+class Out(BaseModel):
+    """Base of output schemas, made from table rows with :meth:`of`."""
+
     @classmethod
     def of(cls, row: object) -> Self:
         """The schema of a table row (never the row itself)."""
         return cls.model_validate(row, from_attributes=True)
 
 
-class SandboxCreate(_In):
+class SandboxCreate(In):
     """Ask for a sandbox. Unset limits take the service defaults; all count against quota."""
 
     image: Annotated[str | None, Field(max_length=300)] = None
@@ -83,7 +89,7 @@ class SandboxCreate(_In):
     read_only_root: bool = False
 
 
-class SandboxOut(_Out):
+class SandboxOut(Out):
     id: str
     tenant_id: str
     image: str
@@ -104,14 +110,14 @@ class SandboxOut(_Out):
     updated_at: datetime
 
 
-class SandboxEventOut(_Out):
+class SandboxEventOut(Out):
     from_status: str | None
     to_status: str
     reason: str
     at: datetime
 
 
-class ExecIn(_In):
+class ExecIn(In):
     """A command: an argv list, or a string for ``/bin/sh -c``."""
 
     command: (
@@ -152,12 +158,12 @@ class ExecOut(BaseModel):
         )
 
 
-class FileWritten(_Out):
+class FileWritten(Out):
     path: str
     size: int
 
 
-class WorkspaceImported(_Out):
+class WorkspaceImported(Out):
     """An archive unpacked over a session's workspace (``size``: bytes received)."""
 
     size: int
@@ -166,7 +172,7 @@ class WorkspaceImported(_Out):
 PoolSize = int | list[int] | dict[str, list[int]]
 
 
-class EnvironmentFields(_In):
+class EnvironmentFields(In):
     """Fields of an environment; on create, unset ones take these defaults."""
 
     images: Annotated[list[Annotated[str, Field(max_length=300)]], Field(min_length=1, max_length=64)]
@@ -189,7 +195,7 @@ class EnvironmentCreate(EnvironmentFields):
     name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
 
 
-class EnvironmentUpdate(_In):
+class EnvironmentUpdate(In):
     """Only the fields given change."""
 
     images: Annotated[
@@ -210,7 +216,7 @@ class EnvironmentUpdate(_In):
     idle_action: Literal["end", "suspend"] | None = None
 
 
-class EnvironmentOut(EnvironmentFields, _Out):
+class EnvironmentOut(EnvironmentFields, Out):
     id: str
     tenant_id: str
     name: str
@@ -218,7 +224,7 @@ class EnvironmentOut(EnvironmentFields, _Out):
     updated_at: datetime
 
 
-class ManifestEntry(_In):
+class ManifestEntry(In):
     path: Annotated[str, Field(min_length=1, max_length=4096)]
     content: Annotated[str, Field(max_length=16 << 20)]
     encoding: Literal["utf-8", "base64"] = "utf-8"
@@ -227,7 +233,7 @@ class ManifestEntry(_In):
         return decode_input(self.content, self.encoding, "manifest")
 
 
-class AssetRef(_In):
+class AssetRef(In):
     name: Annotated[str, Field(min_length=1, max_length=100)]
     path: Annotated[
         str | None,
@@ -235,7 +241,7 @@ class AssetRef(_In):
     ] = None
 
 
-class SessionCreate(_In):
+class SessionCreate(In):
     environment: Annotated[str, Field(min_length=1, max_length=100)]
     image: Annotated[str | None, Field(max_length=300)] = None
     feature: Annotated[str | None, Field(max_length=100)] = None
@@ -255,7 +261,7 @@ class SessionCreate(_In):
     ] = None
 
 
-class SessionOut(_Out):
+class SessionOut(Out):
     id: str
     client_ref: str | None = Field(
         default=None, description="The id the client chose at start (`session_id`); usable in place of `id`."
@@ -289,7 +295,7 @@ class SessionOut(_Out):
         return out
 
 
-class ActivityOut(_Out):
+class ActivityOut(Out):
     id: int | None
     session_id: str | None
     sandbox_id: str | None
@@ -302,7 +308,7 @@ class ActivityOut(_Out):
     started_at: datetime
 
 
-class ProcessStart(_In):
+class ProcessStart(In):
     """A command to start detached; its output is kept (capped) and readable from any offset."""
 
     command: Annotated[str, Field(min_length=1, max_length=8000)]
@@ -310,7 +316,7 @@ class ProcessStart(_In):
     cwd: Annotated[str | None, Field(max_length=4096)] = None
 
 
-class ProcessOut(_Out):
+class ProcessOut(Out):
     id: str
     session_id: str
     sandbox_id: str
@@ -333,7 +339,7 @@ class ProcessOut(_Out):
         return out
 
 
-class SnapshotOut(_Out):
+class SnapshotOut(Out):
     id: str
     session_id: str
     parent_id: str | None
@@ -344,13 +350,13 @@ class SnapshotOut(_Out):
     created_at: datetime
 
 
-class ResumeOut(_Out):
+class ResumeOut(Out):
     session: SessionOut
     how: Literal["reattached", "hydrated"]
     snapshot_id: str | None = None
 
 
-class AssetOut(_Out):
+class AssetOut(Out):
     name: str
     kind: str
     size_bytes: int

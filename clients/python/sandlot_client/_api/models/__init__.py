@@ -30,6 +30,10 @@ from .exec_out import ExecOut
 from .exec_out_encoding import ExecOutEncoding
 from .file_written import FileWritten
 from .healthz_healthz_response_200 import HealthzHealthzResponse200
+from .key_create import KeyCreate
+from .key_create_scopes_type_0_item import KeyCreateScopesType0Item
+from .key_created import KeyCreated
+from .key_out import KeyOut
 from .manifest_entry import ManifestEntry
 from .manifest_entry_encoding import ManifestEntryEncoding
 from .process_out import ProcessOut
@@ -48,6 +52,8 @@ from .session_out import SessionOut
 from .session_out_state import SessionOutState
 from .snapshot_out import SnapshotOut
 from .snapshot_out_diff import SnapshotOutDiff
+from .tenant_create import TenantCreate
+from .tenant_out import TenantOut
 from .v1_environments_features_features_response_200_item import V1EnvironmentsFeaturesFeaturesResponse200Item
 from .v1_sessions_session_id_features_activity_call_body import V1SessionsSessionIdFeaturesActivityCallBody
 from .workspace_imported import WorkspaceImported
@@ -83,6 +89,10 @@ __all__ = (
     "ExecOutEncoding",
     "FileWritten",
     "HealthzHealthzResponse200",
+    "KeyCreate",
+    "KeyCreated",
+    "KeyCreateScopesType0Item",
+    "KeyOut",
     "ManifestEntry",
     "ManifestEntryEncoding",
     "ProcessOut",
@@ -101,6 +111,8 @@ __all__ = (
     "SessionOutState",
     "SnapshotOut",
     "SnapshotOutDiff",
+    "TenantCreate",
+    "TenantOut",
     "V1EnvironmentsFeaturesFeaturesResponse200Item",
     "V1SessionsSessionIdFeaturesActivityCallBody",
     "WorkspaceImported",

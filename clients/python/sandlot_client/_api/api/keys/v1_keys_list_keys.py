@@ -1,0 +1,190 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.key_out import KeyOut
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    *,
+    tenant: None | str | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    json_tenant: None | str | Unset
+    if isinstance(tenant, Unset):
+        json_tenant = UNSET
+    else:
+        json_tenant = tenant
+    params["tenant"] = json_tenant
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/keys",
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[KeyOut] | None:
+    if response.status_code == 200:
+        response_200 = []
+        _response_200 = response.json()
+        for response_200_item_data in (_response_200):
+            response_200_item = KeyOut.from_dict(response_200_item_data)
+
+
+
+            response_200.append(response_200_item)
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[KeyOut]]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    tenant: None | str | Unset = UNSET,
+
+) -> Response[list[KeyOut]]:
+    """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
+
+    Args:
+        tenant (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[list[KeyOut]]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    tenant: None | str | Unset = UNSET,
+
+) -> list[KeyOut] | None:
+    """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
+
+    Args:
+        tenant (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        list[KeyOut]
+     """
+
+
+    return sync_detailed(
+        client=client,
+tenant=tenant,
+
+    ).parsed
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    tenant: None | str | Unset = UNSET,
+
+) -> Response[list[KeyOut]]:
+    """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
+
+    Args:
+        tenant (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[list[KeyOut]]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    tenant: None | str | Unset = UNSET,
+
+) -> list[KeyOut] | None:
+    """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
+
+    Args:
+        tenant (None | str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        list[KeyOut]
+     """
+
+
+    return (await asyncio_detailed(
+        client=client,
+tenant=tenant,
+
+    )).parsed

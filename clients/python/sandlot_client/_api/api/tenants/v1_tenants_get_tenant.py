@@ -1,0 +1,171 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.tenant_out import TenantOut
+from typing import cast
+
+
+
+def _get_kwargs(
+    tenant: str,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/tenants/{tenant}".format(tenant=quote(str(tenant), safe=""),),
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> TenantOut | None:
+    if response.status_code == 200:
+        response_200 = TenantOut.from_dict(response.json())
+
+
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[TenantOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> Response[TenantOut]:
+    """ Get a tenant (by id or name)
+
+    Args:
+        tenant (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[TenantOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> TenantOut | None:
+    """ Get a tenant (by id or name)
+
+    Args:
+        tenant (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        TenantOut
+     """
+
+
+    return sync_detailed(
+        tenant=tenant,
+client=client,
+
+    ).parsed
+
+async def asyncio_detailed(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> Response[TenantOut]:
+    """ Get a tenant (by id or name)
+
+    Args:
+        tenant (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[TenantOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+
+) -> TenantOut | None:
+    """ Get a tenant (by id or name)
+
+    Args:
+        tenant (str):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        TenantOut
+     """
+
+
+    return (await asyncio_detailed(
+        tenant=tenant,
+client=client,
+
+    )).parsed

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..types import UNSET, Unset
+from typing import cast
+
+
+
+
+
+
+T = TypeVar("T", bound="TenantCreate")
+
+
+
+@_attrs_define
+class TenantCreate:
+    """ 
+        Attributes:
+            name (str):
+            allow_network (bool | Unset):  Default: False.
+            max_cpus (float | None | Unset):
+            max_memory_mb (int | None | Unset):
+            max_sandboxes (int | None | Unset):
+     """
+
+    name: str
+    allow_network: bool | Unset = False
+    max_cpus: float | None | Unset = UNSET
+    max_memory_mb: int | None | Unset = UNSET
+    max_sandboxes: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        name = self.name
+
+        allow_network = self.allow_network
+
+        max_cpus: float | None | Unset
+        if isinstance(self.max_cpus, Unset):
+            max_cpus = UNSET
+        else:
+            max_cpus = self.max_cpus
+
+        max_memory_mb: int | None | Unset
+        if isinstance(self.max_memory_mb, Unset):
+            max_memory_mb = UNSET
+        else:
+            max_memory_mb = self.max_memory_mb
+
+        max_sandboxes: int | None | Unset
+        if isinstance(self.max_sandboxes, Unset):
+            max_sandboxes = UNSET
+        else:
+            max_sandboxes = self.max_sandboxes
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "name": name,
+        })
+        if allow_network is not UNSET:
+            field_dict["allow_network"] = allow_network
+        if max_cpus is not UNSET:
+            field_dict["max_cpus"] = max_cpus
+        if max_memory_mb is not UNSET:
+            field_dict["max_memory_mb"] = max_memory_mb
+        if max_sandboxes is not UNSET:
+            field_dict["max_sandboxes"] = max_sandboxes
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        name = d.pop("name")
+
+        allow_network = d.pop("allow_network", UNSET)
+
+        def _parse_max_cpus(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        max_cpus = _parse_max_cpus(d.pop("max_cpus", UNSET))
+
+
+        def _parse_max_memory_mb(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_memory_mb = _parse_max_memory_mb(d.pop("max_memory_mb", UNSET))
+
+
+        def _parse_max_sandboxes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_sandboxes = _parse_max_sandboxes(d.pop("max_sandboxes", UNSET))
+
+
+        tenant_create = cls(
+            name=name,
+            allow_network=allow_network,
+            max_cpus=max_cpus,
+            max_memory_mb=max_memory_mb,
+            max_sandboxes=max_sandboxes,
+        )
+
+
+        tenant_create.additional_properties = d
+        return tenant_create
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,122 @@
+"""``/v1/tenants`` (operators) and ``/v1/keys`` (operators: any tenant's; a tenant key: its own
+tenant's keys, with no more scopes than it has itself)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from litestar import Controller, delete, get, post
+from litestar.params import FromPath, JSONBody, QueryParameter
+from pydantic import BaseModel, Field
+
+from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.schemas import In, Out
+
+__all__ = [
+    "KeyController",
+    "KeyCreate",
+    "KeyCreated",
+    "KeyOut",
+    "TenantController",
+    "TenantCreate",
+    "TenantOut",
+]
+
+
+class TenantCreate(In):
+    """A tenant; unset quotas take the service's defaults."""
+
+    name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+    max_sandboxes: Annotated[int | None, Field(ge=0, le=1_000_000)] = None
+    max_memory_mb: Annotated[int | None, Field(ge=0, le=1 << 30)] = None
+    max_cpus: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
+    allow_network: bool = False
+
+
+class TenantOut(Out):
+    id: str
+    name: str
+    max_sandboxes: int
+    max_memory_mb: int
+    max_cpus: float
+    allow_network: bool
+    created_at: datetime
+
+
+class KeyCreate(In):
+    """A key for ``tenant`` (id or name; operators only, a tenant key makes keys for its own)."""
+
+    name: Annotated[str, Field(max_length=100)] = ""
+    scopes: Annotated[
+        list[Literal["operator", "sandboxes:read", "sandboxes:write"]] | None, Field(max_length=3)
+    ] = None
+    tenant: Annotated[str | None, Field(min_length=1, max_length=100)] = None
+
+
+class KeyOut(Out):
+    """A key as it is stored: never its secret or digest."""
+
+    id: str
+    tenant_id: str
+    name: str
+    prefix: str
+    scopes: list[str]
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class KeyCreated(BaseModel):
+    key: KeyOut
+    secret: str = Field(description="The key itself: shown this once, never stored")
+
+
+TenantFilter = Annotated[str | None, QueryParameter(max_length=100)]
+
+
+class TenantController(Controller):
+    path = "/v1/tenants"
+    tags = ["tenants"]
+
+    @post("/", status_code=201, summary="Create a tenant (operators)")
+    async def create(
+        self, data: JSONBody[TenantCreate], services: ServicesDep, principal: PrincipalDep
+    ) -> TenantOut:
+        tenant = await services.tenants.create_tenant(principal, **data.model_dump(exclude_unset=True))
+        return TenantOut.of(tenant)
+
+    @get("/", summary="List tenants (operators; a tenant key sees its own)")
+    async def list_tenants(self, services: ServicesDep, principal: PrincipalDep) -> list[TenantOut]:
+        return [TenantOut.of(t) for t in await services.tenants.tenants(principal)]
+
+    @get("/{tenant:str}", summary="Get a tenant (by id or name)")
+    async def get_tenant(
+        self, tenant: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> TenantOut:
+        return TenantOut.of(await services.tenants.tenant(principal, tenant))
+
+
+class KeyController(Controller):
+    path = "/v1/keys"
+    tags = ["keys"]
+
+    @post("/", status_code=201, summary="Create an API key (its secret is shown once)")
+    async def create(
+        self, data: JSONBody[KeyCreate], services: ServicesDep, principal: PrincipalDep
+    ) -> KeyCreated:
+        created = await services.tenants.create_key(
+            principal, tenant=data.tenant, name=data.name, scopes=data.scopes
+        )
+        return KeyCreated(key=KeyOut.of(created.key), secret=created.plaintext)
+
+    @get("/", summary="List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)")
+    async def list_keys(
+        self, services: ServicesDep, principal: PrincipalDep, tenant: TenantFilter = None
+    ) -> list[KeyOut]:
+        return [KeyOut.of(k) for k in await services.tenants.keys(principal, tenant)]
+
+    @delete(
+        "/{key_id:str}", summary="Revoke an API key (it stops working at once here, within seconds elsewhere)"
+    )
+    async def revoke(self, key_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
+        await services.tenants.revoke_key(principal, key_id)
