@@ -9,7 +9,7 @@ source scripts/lib.sh
 
 ensure_uv
 uv sync --frozen -q
-apt_install busybox-static mmdebstrap bubblewrap
+apt_install busybox-static mmdebstrap bubblewrap chromium
 ./scripts/ensure-docker.sh
 uv run sandlot images build-offline
 

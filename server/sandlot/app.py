@@ -27,6 +27,7 @@ from sandlot.api.sandboxes import SandboxController, SandboxFilesController
 from sandlot.api.sessions import SessionController, SessionWorkspaceController
 from sandlot.api.snapshots import SnapshotController
 from sandlot.api.tenants import KeyController, TenantController
+from sandlot.console import console_parts
 from sandlot.observability.tracing import build_provider, request_span_start, tracer_for
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.settings import Settings
@@ -51,8 +52,11 @@ def create_app(
             app.state.services = services
             yield
 
+    console = console_parts(settings)
     return Litestar(
-        route_handlers=_routers(settings),
+        route_handlers=[*_routers(settings), console.router],
+        template_config=console.templates,
+        csrf_config=console.csrf,
         middleware=_middleware(provider),
         lifespan=[lifespan],
         dependencies={
@@ -74,17 +78,24 @@ def create_app(
     )
 
 
+#: The JSON API authenticates every request by its key, never by a cookie: no CSRF token there
+#: (the console's routes carry one).
+_NO_CSRF = {"exclude_from_csrf": True}
+
+
 def _routers(settings: Settings) -> list[Router]:
     """Three routers, one per body limit: file uploads, workspace archives, everything else."""
     files = Router(
         path="/",
         route_handlers=[SandboxFilesController, AssetController],
         request_max_body_size=settings.max_file_bytes,
+        opt=_NO_CSRF,
     )
     workspaces = Router(
         path="/",
         route_handlers=[SessionWorkspaceController],
         request_max_body_size=settings.max_snapshot_bytes,
+        opt=_NO_CSRF,
     )
     api = Router(
         path="/",
@@ -100,6 +111,7 @@ def _routers(settings: Settings) -> list[Router]:
             KeyController,
         ],
         request_max_body_size=settings.max_request_bytes,
+        opt=_NO_CSRF,
     )
     return [api, files, workspaces]
 

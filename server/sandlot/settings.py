@@ -155,6 +155,19 @@ class Settings(BaseSettings):
         "takes effect at once in the process that made it and within this time elsewhere.",
     )
 
+    # -- console ---------------------------------------------------------------------------
+    console_secret: str = Field(
+        default="",
+        description="Signs the console's CSRF tokens. Empty: a random secret kept in the data "
+        "directory (set one when several nodes serve the console).",
+    )
+    console_session_hours: float = Field(
+        default=12.0, gt=0, le=24 * 30, description="How long a console sign-in lasts."
+    )
+    console_secure_cookie: bool = Field(
+        default=False, description="Send the console's cookies over HTTPS only (set behind TLS)."
+    )
+
     # -- observability ---------------------------------------------------------------------
     otel_exporter: Literal["none", "otlp-http", "otlp-grpc", "console"] = Field(
         default="none",

@@ -30,6 +30,7 @@ from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
 from sandlot.services.loops import PeriodicLoop
+from sandlot.services.overview import OverviewService
 from sandlot.services.pools import PoolService
 from sandlot.services.processes import ProcessService
 from sandlot.services.reconcile import Reconciler
@@ -143,6 +144,7 @@ async def _services(
         assets,
     )
     accounts = AccountService(sessions, reads, cache_seconds=settings.auth_cache_seconds)
+    health = HealthService(reads, rt, pools, metrics)
     services = Services(
         settings=settings,
         accounts=accounts,
@@ -154,8 +156,9 @@ async def _services(
         snapshots=snapshots,
         assets=assets,
         terminals=TerminalService(accounts, sandboxes, session_service),
-        health=HealthService(reads, rt, pools, metrics),
+        health=health,
         tenants=TenantService(accounts, reads),
+        overview=OverviewService(reads, environments, pools, health),
     )
     return services, recorder, shells
 

@@ -1,7 +1,8 @@
 """The house rules that a reading can check: the layer order (a module imports only from its own
 layer or the ones below it), and small modules and functions.
 
-domain < settings < observability < store < runtime < features < services < api < wiring <
+domain < settings < observability < store < runtime < features < services < api, console <
+wiring <
 the entry points (app, startup, cli). Imports under ``TYPE_CHECKING`` count too: a type from a higher
 layer is a dependency on it all the same.
 """
@@ -23,7 +24,7 @@ LAYERS = [
     {"runtime"},
     {"features"},
     {"services"},
-    {"api"},
+    {"api", "console"},
     {"wiring"},
     {"app", "startup", "cli", "__main__", "__init__"},
 ]
@@ -112,3 +113,15 @@ def test_only_the_runtime_talks_to_docker() -> None:
         )
     ]
     assert not outside, f"only runtime/ may import aiodocker: {outside}"
+
+
+def test_the_console_reaches_only_services() -> None:
+    """Console controllers call services; never the runtime or the store."""
+    reaching = [
+        f"{path.relative_to(PACKAGE)} line {line}: sandlot.{top}"
+        for path in MODULES
+        if _top(path) == "console"
+        for line, top in _imported(ast.parse(path.read_text()))
+        if top in ("runtime", "store")
+    ]
+    assert not reaching, reaching

@@ -14,6 +14,7 @@ from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
+from sandlot.services.overview import OverviewService
 from sandlot.services.pools import PoolService
 from sandlot.services.processes import ProcessService
 from sandlot.services.sandboxes import SandboxService
@@ -53,6 +54,7 @@ class Services:
     terminals: TerminalService
     health: HealthService
     tenants: TenantService
+    overview: OverviewService
 
 
 def provide_services(state: State) -> Services:

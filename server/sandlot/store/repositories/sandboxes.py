@@ -67,6 +67,13 @@ class SandboxRepository:
             query = query.where(col(Sandbox.status).in_(statuses))
         return (await self.session.scalars(query.limit(limit).offset(offset))).all()
 
+    async def by_status(self) -> dict[str, int]:
+        """The tenant's sandboxes per status (offline ones included)."""
+        query = select(col(Sandbox.status), func.count()).group_by(col(Sandbox.status))
+        if self.tenant_id is not None:
+            query = query.where(col(Sandbox.tenant_id) == self.tenant_id)
+        return {status: int(n) for status, n in (await self.session.execute(query)).all()}
+
     async def usage(self) -> tuple[int, int, float]:
         """(count, memory MB, cpus) of the tenant's live sandboxes, for quota checks."""
         query = select(

@@ -1,0 +1,84 @@
+"""Where the console's templates and static files are, and the pieces ``create_app`` mounts:
+its router (pages, fragments, static files), the template engine and the CSRF protection."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from litestar import Router
+from litestar.config.csrf import CSRFConfig
+from litestar.di import Provide
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.static_files import create_static_files_router
+from litestar.template.config import TemplateConfig
+
+from sandlot.console.auth import SignInController, signed_in, to_sign_in
+from sandlot.console.pages import OverviewController
+from sandlot.domain.errors import NotAuthenticated
+from sandlot.settings import Settings
+
+__all__ = ["CONSOLE", "ConsoleParts", "console_parts", "web_dir"]
+
+#: Where the console is mounted.
+CONSOLE = "/console"
+
+
+def web_dir() -> Path:
+    """``web/`` of a checkout, or the copy an installed wheel carries (``sandlot/_web``)."""
+    packaged = Path(__file__).resolve().parent.parent / "_web"
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[3] / "web"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleParts:
+    router: Router
+    templates: TemplateConfig
+    csrf: CSRFConfig
+
+
+def console_parts(settings: Settings) -> ConsoleParts:
+    web = web_dir()
+    router = Router(
+        path=CONSOLE,
+        route_handlers=[
+            SignInController,
+            OverviewController,
+            create_static_files_router(path="/static", directories=[web / "static"], name="console-static"),
+        ],
+        dependencies={"user": Provide(signed_in)},
+        exception_handlers={NotAuthenticated: to_sign_in},
+        include_in_schema=False,
+    )
+    csrf = CSRFConfig(
+        secret=settings.console_secret or _node_secret(settings.data_dir),
+        cookie_name="sandlot_csrf",
+        cookie_path=CONSOLE,
+        cookie_secure=settings.console_secure_cookie,
+        cookie_samesite="strict",
+    )
+    templates = TemplateConfig(directory=web / "templates", engine=JinjaTemplateEngine)
+    return ConsoleParts(router, templates, csrf)
+
+
+def _node_secret(data_dir: Path) -> str:
+    """A random secret kept in the data directory, made by the first process that needs it
+    (the others read it: every worker of a node must sign CSRF tokens alike)."""
+    path = data_dir / "console.secret"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        for _ in range(300):  # another worker may be writing it right now
+            text = path.read_text().strip()
+            if text:
+                return text
+            time.sleep(0.01)
+        raise
+    with os.fdopen(fd, "w") as out:
+        secret = secrets.token_urlsafe(32)
+        out.write(secret)
+    return secret

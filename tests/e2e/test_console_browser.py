@@ -1,0 +1,110 @@
+"""The console in a real browser (Debian's Chromium, driven by Playwright) against a real
+``sandlot serve`` on PostgreSQL and Docker: sign in with a key, watch a new pool fill to 2/2 on
+the overview without a reload, sign out and find the pages refused. Every page is saved as a
+screenshot under ``artifacts/screenshots`` (the README shows the overview)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
+
+from sandlot.services.accounts import AccountService
+from sandlot.store.engine import make_engine, make_sessionmaker
+from tests.conftest import BUSYBOX, INSTANCE
+from tests.integration.servers import Server
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+
+
+@pytest.fixture(scope="module")
+def console_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data_dir = tmp_path_factory.mktemp("console")
+    settings = {
+        "SANDLOT_DATABASE_URL": pg_url,
+        "SANDLOT_RUNTIME": "docker",
+        "SANDLOT_INSTANCE": f"{INSTANCE}-console",
+        "SANDLOT_DATA_DIR": str(data_dir),
+        "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+        "SANDLOT_POOL_INTERVAL": "0.3",
+    }
+    with Server(settings, data_dir / "server.log") as server:
+        yield server.url
+
+
+@pytest.fixture
+async def operator_key(pg_url: str) -> AsyncIterator[str]:
+    engine = make_engine(pg_url)
+    try:
+        accounts = AccountService(make_sessionmaker(engine))
+        tenant = await accounts.create_tenant(f"ops-{secrets.token_hex(4)}")
+        yield (await accounts.create_key(tenant.id, operator=True)).plaintext
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        chromium = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield chromium
+        finally:
+            await chromium.close()
+
+
+async def _shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+@pytest.mark.timeout(300)
+async def test_sign_in_watch_a_pool_fill_and_sign_out(
+    console_server: str, operator_key: str, browser: Browser
+) -> None:
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    errors: list[str] = []
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error":
+            errors.append(message.text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    await page.goto(f"{console_server}/console/")
+    await expect(page).to_have_url(f"{console_server}/console/login")
+    await _shot(page, "sign-in")
+    await page.get_by_label("API key").fill("sl_00000000_wrong")
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("alert")).to_be_visible()
+    await page.get_by_label("API key").fill(operator_key)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+
+    name = f"browser-{secrets.token_hex(3)}"
+    auth = {"Authorization": f"Bearer {operator_key}"}
+    async with httpx.AsyncClient(base_url=console_server, headers=auth, timeout=60) as api:
+        body = {"name": name, "images": [BUSYBOX], "pool_size": [2, 2]}
+        assert (await api.post("/v1/environments", json=body)).status_code == 201
+        try:
+            # the overview polls its fragment: the fill shows up without a reload
+            await expect(page.get_by_test_id(f"pool-{name}")).to_contain_text("2/2", timeout=120_000)
+            await expect(page.get_by_test_id("check-runtime")).to_have_text("ok")
+            await _shot(page, "overview")
+        finally:
+            await api.delete(f"/v1/environments/{name}")
+
+    await page.get_by_role("button", name="Sign out").click()
+    await expect(page).to_have_url(f"{console_server}/console/login")
+    await page.goto(f"{console_server}/console/")
+    await expect(page).to_have_url(f"{console_server}/console/login")
+
+    await page.set_viewport_size({"width": 390, "height": 800})  # phone width
+    await _shot(page, "sign-in-phone")
+    assert not errors, errors
