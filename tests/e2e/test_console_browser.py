@@ -1,10 +1,12 @@
 """The console in a real browser (Debian's Chromium, driven by Playwright) against a real
 ``sandlot serve`` on PostgreSQL and Docker: sign in with a key, watch a new pool fill to 2/2 on
-the overview without a reload, sign out and find the pages refused. Every page is saved as a
+the overview without a reload, kill a sandbox and watch its row change, bulk-kill three, sign
+out and find the pages refused. Every page is saved as a
 screenshot under ``artifacts/screenshots`` (the README shows the overview)."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -64,7 +66,7 @@ async def _shot(page: Page, name: str) -> None:
 
 
 @pytest.mark.timeout(300)
-async def test_sign_in_watch_a_pool_fill_and_sign_out(
+async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
     console_server: str, operator_key: str, browser: Browser
 ) -> None:
     page = await browser.new_page(viewport={"width": 1280, "height": 800})
@@ -99,6 +101,29 @@ async def test_sign_in_watch_a_pool_fill_and_sign_out(
             await _shot(page, "overview")
         finally:
             await api.delete(f"/v1/environments/{name}")
+
+    # sandboxes: kill one from its row, then three at once (each confirmed in a dialog)
+    page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+    async with httpx.AsyncClient(base_url=console_server, headers=auth, timeout=60) as api:
+        ids = [(await api.post("/v1/sandboxes", json={"image": BUSYBOX})).json()["id"] for _ in range(4)]
+        try:
+            await page.get_by_role("link", name="Sandboxes").click()
+            await expect(page.get_by_role("heading", name="Sandboxes")).to_be_visible()
+            for sid in ids:
+                await expect(page.get_by_test_id(f"status-{sid}")).to_have_text("ready")
+            await _shot(page, "sandboxes")
+            await page.get_by_test_id(f"row-{ids[0]}").get_by_role("button", name="Kill").click()
+            await expect(page.get_by_test_id(f"status-{ids[0]}")).to_have_text("offline", timeout=30_000)
+            for sid in ids[1:]:
+                await page.get_by_label(f"select {sid}").check()
+            await page.get_by_role("button", name="Kill selected").click()
+            for sid in ids[1:]:
+                await expect(page.get_by_test_id(f"status-{sid}")).to_have_text("offline", timeout=30_000)
+            statuses = {(await api.get(f"/v1/sandboxes/{sid}")).json()["status"] for sid in ids}
+            assert statuses == {"offline"}
+        finally:
+            for sid in ids:
+                await api.delete(f"/v1/sandboxes/{sid}")
 
     await page.get_by_role("button", name="Sign out").click()
     await expect(page).to_have_url(f"{console_server}/console/login")

@@ -19,6 +19,7 @@ from sandlot.api.schemas import (
 )
 from sandlot.runtime.base import ExecRequest
 from sandlot.services.sandboxes import NewSandbox
+from sandlot.store.repositories import SandboxQuery
 
 __all__ = ["SandboxController", "SandboxFilesController"]
 
@@ -45,7 +46,8 @@ class SandboxController(Controller):
         limit: Limit = 100,
         offset: Offset = 0,
     ) -> list[SandboxOut]:
-        rows = await services.sandboxes.list(principal, statuses=status, limit=limit, offset=offset)
+        query = SandboxQuery(statuses=status, limit=limit, offset=offset)
+        rows = await services.sandboxes.list(principal, query)
         return [SandboxOut.of(r) for r in rows]
 
     @get("/{sandbox_id:str}", summary="Get a sandbox")

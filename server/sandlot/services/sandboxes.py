@@ -37,11 +37,11 @@ from sandlot.services.accounts import Principal
 from sandlot.services.quotas import check_quota
 from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
-from sandlot.store.repositories import ACTIVE, SandboxRepository
+from sandlot.store.repositories import ACTIVE, SandboxQuery, SandboxRepository
 from sandlot.store.tables import Sandbox, SandboxEvent
 from sandlot.store.types import utcnow
 
-__all__ = ["NewSandbox", "SandboxService"]
+__all__ = ["NewSandbox", "SandboxQuery", "SandboxService"]
 
 log = logging.getLogger(__name__)
 
@@ -96,18 +96,11 @@ class SandboxService:
         async with self._sessions() as session:
             return await SandboxRepository(session, principal.visible_tenant).get(sandbox_id)
 
-    async def list(
-        self,
-        principal: Principal,
-        *,
-        statuses: Sequence[str] | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> Sequence[Sandbox]:
+    async def list(self, principal: Principal, query: SandboxQuery | None = None) -> Sequence[Sandbox]:
         principal.require(Scope.SANDBOXES_READ)
         async with self._sessions() as session:
             repo = SandboxRepository(session, principal.visible_tenant)
-            return await repo.list(statuses=statuses, limit=limit, offset=offset)
+            return await repo.list(**dataclasses.asdict(query or SandboxQuery()))
 
     async def events(self, principal: Principal, sandbox_id: str) -> Sequence[SandboxEvent]:
         principal.require(Scope.SANDBOXES_READ)

@@ -6,22 +6,11 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import AsyncIterator
 
-import pytest
 from litestar.testing import AsyncTestClient
 
-from sandlot.app import create_app
 from sandlot.services.accounts import AccountService
-from sandlot.settings import Settings
 from tests.integration.conftest import Headers, NewTenant, key_of
-
-
-@pytest.fixture
-async def browser(app_settings: Settings) -> AsyncIterator[AsyncTestClient]:
-    """A client of its own (its own cookie jar), like one browser."""
-    async with AsyncTestClient(create_app(app_settings), timeout=60) as client:
-        yield client
 
 
 def _csrf(page: str) -> str:

@@ -8,7 +8,7 @@ cannot be probed. One module per concept; every dialect branch lives here, in th
 from sandlot.store.repositories.accounts import ApiKeyRepository, TenantRepository
 from sandlot.store.repositories.environments import EnvironmentRepository
 from sandlot.store.repositories.pools import PoolRepository
-from sandlot.store.repositories.sandboxes import ACTIVE, SandboxRepository
+from sandlot.store.repositories.sandboxes import ACTIVE, SandboxQuery, SandboxRepository
 from sandlot.store.repositories.sessions import ActivityRepository, SessionRepository
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "ApiKeyRepository",
     "EnvironmentRepository",
     "PoolRepository",
+    "SandboxQuery",
     "SandboxRepository",
     "SessionRepository",
     "TenantRepository",

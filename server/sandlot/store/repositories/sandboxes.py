@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import func
@@ -18,9 +19,20 @@ from sandlot.store.tables import (
 )
 from sandlot.store.types import utcnow
 
-__all__ = ["ACTIVE", "SandboxRepository"]
+__all__ = ["ACTIVE", "SandboxQuery", "SandboxRepository"]
 
 ACTIVE = tuple(s.value for s in SandboxStatus if s not in (SandboxStatus.OFFLINE,))
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxQuery:
+    """Which sandboxes a listing shows, and in what order."""
+
+    statuses: Sequence[str] | None = None
+    limit: int = 100
+    offset: int = 0
+    image: str | None = None
+    by_last_event: bool = False
 
 
 class SandboxRepository:
@@ -60,11 +72,21 @@ class SandboxRepository:
         return found
 
     async def list(
-        self, *, statuses: Sequence[str] | None = None, limit: int = 100, offset: int = 0
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        image: str | None = None,
+        by_last_event: bool = False,
     ) -> Sequence[Sandbox]:
-        query = self._scoped().order_by(col(Sandbox.created_at).desc(), Sandbox.id)
+        """Newest first (``by_last_event``: the most recently changed first)."""
+        order = col(Sandbox.updated_at if by_last_event else Sandbox.created_at).desc()
+        query = self._scoped().order_by(order, Sandbox.id)
         if statuses:
             query = query.where(col(Sandbox.status).in_(statuses))
+        if image:
+            query = query.where(col(Sandbox.image) == image)
         return (await self.session.scalars(query.limit(limit).offset(offset))).all()
 
     async def by_status(self) -> dict[str, int]:

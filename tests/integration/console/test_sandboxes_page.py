@@ -1,0 +1,58 @@
+"""The console's sandboxes page: a tenant sees and kills only its own sandboxes; kills need
+the CSRF token; bulk kill skips ids that are not the caller's."""
+
+from __future__ import annotations
+
+import re
+
+from litestar.testing import AsyncTestClient
+
+from tests.conftest import BUSYBOX
+from tests.integration.conftest import NewTenant, key_of
+from tests.integration.console.test_sign_in import _sign_in
+
+
+def _token(page: str) -> str:
+    found = re.search(r'"x-csrftoken": "([^"]+)"', page)
+    assert found, page[:300]
+    return found.group(1)
+
+
+async def test_a_tenant_sees_and_kills_only_its_own_sandboxes(
+    browser: AsyncTestClient, client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    alice, bob = await new_tenant(), await new_tenant()
+    mine = [
+        (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=alice)).json()["id"]
+        for _ in range(3)
+    ]
+    theirs = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()["id"]
+    try:
+        await _sign_in(browser, key_of(alice))
+        page = await browser.get("/console/sandboxes/")
+        assert page.status_code == 200
+        assert all(f"row-{s}" in page.text for s in mine) and theirs not in page.text
+        rows = await browser.get("/console/sandboxes/rows", params={"status": "ready"})
+        assert all(s in rows.text for s in mine) and theirs not in rows.text
+        assert (
+            "No sandboxes match"
+            in (await browser.get("/console/sandboxes/rows", params={"image": "nope"})).text
+        )
+        headers = {"x-csrftoken": _token(page.text), "HX-Request": "true"}
+
+        # without the token: refused, nothing killed
+        assert (await browser.post(f"/console/sandboxes/{mine[0]}/kill")).status_code == 403
+        # another tenant's sandbox: not found, and it lives on
+        assert (await browser.post(f"/console/sandboxes/{theirs}/kill", headers=headers)).status_code == 404
+        one = await browser.post(f"/console/sandboxes/{mine[0]}/kill", headers=headers)
+        assert one.status_code == 200 and 'id="rows"' in one.text
+        bulk = await browser.post(
+            "/console/sandboxes/kill", data={"ids": [mine[1], mine[2], theirs]}, headers=headers
+        )
+        assert bulk.status_code == 200
+        for sid in mine:
+            assert (await client.get(f"/v1/sandboxes/{sid}", headers=alice)).json()["status"] == "offline"
+        assert (await client.get(f"/v1/sandboxes/{theirs}", headers=bob)).json()["status"] == "ready"
+    finally:
+        for sid, h in [*((s, alice) for s in mine), (theirs, bob)]:
+            await client.delete(f"/v1/sandboxes/{sid}", headers=h)
