@@ -1,7 +1,7 @@
 """The console in a real browser (Debian's Chromium, driven by Playwright) against a real
-``sandlot serve`` on PostgreSQL and Docker: sign in with a key, watch a new pool fill to 2/2 on
-the overview without a reload, kill a sandbox and watch its row change, bulk-kill three, sign
-out and find the pages refused. Every page is saved as a
+``sandlot serve`` on PostgreSQL and Docker: sign in with a key, make a tenant and a key for it,
+watch a new pool fill to 2/2 on the overview without a reload, kill a sandbox and watch its row
+change, bulk-kill three, sign out and find the pages refused. Every page is saved as a
 screenshot under ``artifacts/screenshots`` (the README shows the overview)."""
 
 from __future__ import annotations
@@ -88,6 +88,22 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
     await page.get_by_label("API key").fill(operator_key)
     await page.get_by_role("button", name="Sign in").click()
     await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+
+    # a tenant and a key for it, made in the console; the key works against the API
+    tenant = f"browser-t-{secrets.token_hex(3)}"
+    await page.get_by_role("link", name="Tenants and keys").click()
+    await page.get_by_label("Name", exact=True).first.fill(tenant)
+    await page.get_by_role("button", name="Create tenant").click()
+    await expect(page.get_by_test_id(f"tenant-{tenant}")).to_be_visible()
+    await page.get_by_label("Tenant").select_option(label=tenant)
+    await page.locator("#k-name").fill("from the browser")
+    await page.get_by_role("button", name="Create key").click()
+    secret = (await page.get_by_test_id("new-secret").inner_text()).strip()
+    await _shot(page, "keys")
+    async with httpx.AsyncClient(base_url=console_server, timeout=60) as anon:
+        mine = await anon.get("/v1/keys", headers={"Authorization": f"Bearer {secret}"})
+        assert mine.status_code == 200 and [k["name"] for k in mine.json()] == ["from the browser"]
+    await page.get_by_role("link", name="Overview").click()
 
     name = f"browser-{secrets.token_hex(3)}"
     auth = {"Authorization": f"Bearer {operator_key}"}

@@ -16,6 +16,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
+from sandlot.console.accounts import AccountsController
 from sandlot.console.auth import SignInController, signed_in, to_sign_in
 from sandlot.console.pages import OverviewController
 from sandlot.console.sandboxes import SandboxesController
@@ -49,6 +50,7 @@ def console_parts(settings: Settings) -> ConsoleParts:
             SignInController,
             OverviewController,
             SandboxesController,
+            AccountsController,
             create_static_files_router(path="/static", directories=[web / "static"], name="console-static"),
         ],
         dependencies={"user": Provide(signed_in)},

@@ -1,0 +1,81 @@
+"""The console's tenants and keys: operators create tenants; every user creates, lists and
+revokes keys as the API allows (a tenant key: its own tenant's, never more scopes than it has).
+A new key's secret is shown once, on the page that created it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Controller, Request, get, post
+from litestar.params import FromPath
+from litestar.response import Redirect, Template
+from pydantic import ValidationError
+
+from sandlot.api.deps import ServicesDep
+from sandlot.api.tenants import TenantCreate
+from sandlot.console.auth import User
+from sandlot.domain.errors import SandlotError
+from sandlot.domain.keys import ALL_SCOPES
+from sandlot.services.accounts import Principal
+
+__all__ = ["AccountsController"]
+
+
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    return exc.message if isinstance(exc, SandlotError) else str(exc)
+
+
+class AccountsController(Controller):
+    path = ""
+
+    async def _page(self, services: ServicesDep, user: Principal, **extra: Any) -> Template:
+        context = {
+            "user": user,
+            "page": "keys",
+            "tenants": await services.tenants.tenants(user),
+            "keys": await services.tenants.keys(user, None),
+            "scopes": sorted(ALL_SCOPES if user.is_operator else user.scopes),
+            "secret": None,
+            "error": None,
+            **extra,
+        }
+        return Template("console/keys.html", context=context)
+
+    @get("/keys", name="console-keys")
+    async def keys(self, services: ServicesDep, user: User) -> Template:
+        return await self._page(services, user)
+
+    @post("/tenants", status_code=200)
+    async def create_tenant(self, request: Request[Any, Any, Any], services: ServicesDep, user: User) -> Any:
+        form = await request.form()
+        fields = {
+            k: form.get(k) for k in ("name", "max_sandboxes", "max_memory_mb", "max_cpus") if form.get(k)
+        }
+        try:
+            data = TenantCreate.model_validate({**fields, "allow_network": form.get("allow_network") == "on"})
+            await services.tenants.create_tenant(user, **data.model_dump(exclude_unset=True))
+        except (SandlotError, ValidationError) as exc:
+            return await self._page(services, user, error=_problem(exc))
+        return Redirect("/console/keys", status_code=303)
+
+    @post("/keys", status_code=200)
+    async def create_key(
+        self, request: Request[Any, Any, Any], services: ServicesDep, user: User
+    ) -> Template:
+        form = await request.form()
+        scopes = [str(s) for s in form.getall("scopes")] if "scopes" in form else None
+        tenant = str(form.get("tenant") or "") or None
+        try:
+            created = await services.tenants.create_key(
+                user, tenant=tenant, name=str(form.get("name") or "")[:100], scopes=scopes
+            )
+        except SandlotError as exc:
+            return await self._page(services, user, error=exc.message)
+        return await self._page(services, user, secret=created.plaintext, made=created.key)
+
+    @post("/keys/{key_id:str}/revoke")
+    async def revoke(self, key_id: FromPath[str], services: ServicesDep, user: User) -> Redirect:
+        await services.tenants.revoke_key(user, key_id)
+        return Redirect("/console/keys", status_code=303)
