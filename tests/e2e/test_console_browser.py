@@ -1,8 +1,9 @@
 """The console in a real browser (Debian's Chromium, driven by Playwright) against a real
-``sandlot serve`` on PostgreSQL and Docker: sign in with a key, make a tenant and a key for it,
-watch a new pool fill to 2/2 on the overview without a reload, kill a sandbox and watch its row
-change, bulk-kill three, sign out and find the pages refused. Every page is saved as a
-screenshot under ``artifacts/screenshots`` (the README shows the overview)."""
+``sandlot serve`` on PostgreSQL and Docker: sign in with a key; make a tenant, a key for it and
+an environment with a pool of 2; watch the pool fill to 2/2 on the overview without a reload;
+kill a sandbox and watch its row change; bulk-kill three; sign out and find the pages refused.
+Every page is saved as a screenshot under ``artifacts/screenshots`` (the README shows the
+overview)."""
 
 from __future__ import annotations
 
@@ -105,17 +106,26 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
         assert mine.status_code == 200 and [k["name"] for k in mine.json()] == ["from the browser"]
     await page.get_by_role("link", name="Overview").click()
 
+    # an environment with a warm pool of 2, made in the console; the overview (which polls its
+    # fragment) shows the pool fill to 2/2 without a reload
     name = f"browser-{secrets.token_hex(3)}"
     auth = {"Authorization": f"Bearer {operator_key}"}
-    async with httpx.AsyncClient(base_url=console_server, headers=auth, timeout=60) as api:
-        body = {"name": name, "images": [BUSYBOX], "pool_size": [2, 2]}
-        assert (await api.post("/v1/environments", json=body)).status_code == 201
-        try:
-            # the overview polls its fragment: the fill shows up without a reload
-            await expect(page.get_by_test_id(f"pool-{name}")).to_contain_text("2/2", timeout=120_000)
-            await expect(page.get_by_test_id("check-runtime")).to_have_text("ok")
-            await _shot(page, "overview")
-        finally:
+    await page.get_by_role("link", name="Environments").click()
+    form = page.locator("form.env-form")
+    await form.get_by_label("Name").fill(name)
+    await form.get_by_label("Images").fill(BUSYBOX)
+    await form.get_by_label("Warm pool min").fill("2")
+    await form.get_by_label("max").fill("2")
+    await form.get_by_role("button", name="Create environment").click()
+    await expect(page.get_by_test_id(f"env-{name}")).to_be_visible()
+    await _shot(page, "environments")
+    await page.get_by_role("link", name="Overview").click()
+    try:
+        await expect(page.get_by_test_id(f"pool-{name}")).to_contain_text("2/2", timeout=120_000)
+        await expect(page.get_by_test_id("check-runtime")).to_have_text("ok")
+        await _shot(page, "overview")
+    finally:
+        async with httpx.AsyncClient(base_url=console_server, headers=auth, timeout=60) as api:
             await api.delete(f"/v1/environments/{name}")
 
     # sandboxes: kill one from its row, then three at once (each confirmed in a dialog)

@@ -18,10 +18,10 @@ from sandlot.domain.errors import SandlotError
 from sandlot.domain.keys import ALL_SCOPES
 from sandlot.services.accounts import Principal
 
-__all__ = ["AccountsController"]
+__all__ = ["AccountsController", "problem"]
 
 
-def _problem(exc: Exception) -> str:
+def problem(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
     return exc.message if isinstance(exc, SandlotError) else str(exc)
@@ -57,7 +57,7 @@ class AccountsController(Controller):
             data = TenantCreate.model_validate({**fields, "allow_network": form.get("allow_network") == "on"})
             await services.tenants.create_tenant(user, **data.model_dump(exclude_unset=True))
         except (SandlotError, ValidationError) as exc:
-            return await self._page(services, user, error=_problem(exc))
+            return await self._page(services, user, error=problem(exc))
         return Redirect("/console/keys", status_code=303)
 
     @post("/keys", status_code=200)

@@ -18,6 +18,7 @@ from litestar.template.config import TemplateConfig
 
 from sandlot.console.accounts import AccountsController
 from sandlot.console.auth import SignInController, signed_in, to_sign_in
+from sandlot.console.environments import EnvironmentsController
 from sandlot.console.pages import OverviewController
 from sandlot.console.sandboxes import SandboxesController
 from sandlot.domain.errors import NotAuthenticated
@@ -51,6 +52,7 @@ def console_parts(settings: Settings) -> ConsoleParts:
             OverviewController,
             SandboxesController,
             AccountsController,
+            EnvironmentsController,
             create_static_files_router(path="/static", directories=[web / "static"], name="console-static"),
         ],
         dependencies={"user": Provide(signed_in)},

@@ -1,0 +1,64 @@
+"""The console's environments page: create with a warm pool, change the pool, delete (the pool
+drains); a tenant sees only its own; bad input is a message on the page, never a 500."""
+
+from __future__ import annotations
+
+import secrets
+
+from litestar.testing import AsyncTestClient
+
+from tests.conftest import BUSYBOX
+from tests.integration.conftest import NewTenant, key_of
+from tests.integration.console.test_sign_in import _csrf, _sign_in
+
+
+async def test_create_change_and_delete_an_environment_from_the_console(
+    browser: AsyncTestClient, client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    alice, bob = await new_tenant(), await new_tenant()
+    theirs = f"bob-{secrets.token_hex(3)}"
+    body = {"name": theirs, "images": [BUSYBOX]}
+    assert (await client.post("/v1/environments", json=body, headers=bob)).status_code == 201
+    await _sign_in(browser, key_of(alice))
+    page = await browser.get("/console/environments/")
+    assert page.status_code == 200 and theirs not in page.text and "No environments yet" in page.text
+
+    name = f"console-env-{secrets.token_hex(3)}"
+    form = {
+        "name": name,
+        "images": BUSYBOX,
+        "pool_min": "1",
+        "pool_max": "1",
+        "_csrf_token": _csrf(page.text),
+    }
+    made = await browser.post("/console/environments/", data=form)
+    assert made.status_code == 200 and f"env-{name}" in made.text, made.text[-1500:]
+    env = (await client.get(f"/v1/environments/{name}", headers=alice)).json()
+    assert env["pool_size"] == [1, 1] and env["images"] == [BUSYBOX]
+
+    changed = await browser.post(
+        f"/console/environments/{name}",
+        data={"pool_min": "0", "pool_max": "2", "_csrf_token": _csrf(made.text)},
+    )
+    assert changed.status_code == 200
+    assert (await client.get(f"/v1/environments/{name}", headers=alice)).json()["pool_size"] == [0, 2]
+
+    for bad in (
+        {"name": "bad name", "images": BUSYBOX},
+        {"name": "ok-name", "images": ""},
+        {"name": "ok-name", "images": BUSYBOX, "pool_min": "x"},
+        {"name": "ok-name", "images": BUSYBOX, "memory_mb": "1"},
+        {"name": name, "images": BUSYBOX},  # exists
+    ):
+        resp = await browser.post("/console/environments/", data={**bad, "_csrf_token": _csrf(made.text)})
+        assert resp.status_code == 200 and 'role="alert"' in resp.text, bad
+    # another tenant's environment: not found, untouched
+    foreign = await browser.post(
+        f"/console/environments/{theirs}/delete", data={"_csrf_token": _csrf(made.text)}
+    )
+    assert foreign.status_code == 404
+    assert (await client.get(f"/v1/environments/{theirs}", headers=bob)).status_code == 200
+
+    gone = await browser.post(f"/console/environments/{name}/delete", data={"_csrf_token": _csrf(made.text)})
+    assert gone.status_code == 200 and f"env-{name}" not in gone.text
+    assert (await client.get(f"/v1/environments/{name}", headers=alice)).status_code == 404
