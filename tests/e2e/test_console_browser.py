@@ -1,7 +1,8 @@
 """The console in a real browser (Debian's Chromium, driven by Playwright) against a real
 ``sandlot serve`` on PostgreSQL and Docker: sign in with a key; make a tenant, a key for it and
 an environment with a pool of 2; watch the pool fill to 2/2 on the overview without a reload;
-kill a sandbox and watch its row change; bulk-kill three; sign out and find the pages refused.
+kill a sandbox and watch its row change; bulk-kill three; type in a session's terminal and
+see a file uploaded in its file browser; sign out and find the pages refused.
 Every page is saved as a screenshot under ``artifacts/screenshots`` (the README shows the
 overview)."""
 
@@ -68,7 +69,7 @@ async def _shot(page: Page, name: str) -> None:
 
 @pytest.mark.timeout(300)
 async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
-    console_server: str, operator_key: str, browser: Browser
+    console_server: str, operator_key: str, browser: Browser, tmp_path: Path
 ) -> None:
     page = await browser.new_page(viewport={"width": 1280, "height": 800})
     errors: list[str] = []
@@ -150,6 +151,37 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
         finally:
             for sid in ids:
                 await api.delete(f"/v1/sandboxes/{sid}")
+
+    # a session's page: its live terminal, and a file uploaded there seen from the terminal
+    async with httpx.AsyncClient(base_url=console_server, headers=auth, timeout=60) as api:
+        env = f"browser-term-{secrets.token_hex(3)}"
+        body = {"name": env, "images": [BUSYBOX], "pool_size": 0}
+        assert (await api.post("/v1/environments", json=body)).status_code == 201
+        sid = (await api.post("/v1/sessions", json={"environment": env})).json()["id"]
+        try:
+            await page.get_by_role("link", name="Sessions").click()
+            await page.get_by_test_id(f"session-{sid}").get_by_role("link").click()
+            await expect(page.get_by_role("status").filter(has_text="connected")).to_be_visible(
+                timeout=30_000
+            )
+            await page.locator("#terminal").click()
+            await page.keyboard.type("echo hello-from-browser")
+            await page.keyboard.press("Enter")
+            rows = page.locator("#terminal .xterm-rows")
+            await expect(rows).to_contain_text("hello-from-browser", timeout=15_000)
+            upload = tmp_path / "from-browser.txt"
+            upload.write_text("uploaded through the console\n")
+            await page.locator("#upload").set_input_files(str(upload))
+            await page.get_by_role("button", name="Upload", exact=True).click()
+            await expect(page.get_by_test_id("file-from-browser.txt")).to_be_visible()
+            await page.locator("#terminal").click()
+            await page.keyboard.type("cat from-browser.txt")
+            await page.keyboard.press("Enter")
+            await expect(rows).to_contain_text("uploaded through the console", timeout=15_000)
+            await _shot(page, "session")
+        finally:
+            await api.delete(f"/v1/sessions/{sid}")
+            await api.delete(f"/v1/environments/{env}")
 
     await page.get_by_role("button", name="Sign out").click()
     await expect(page).to_have_url(f"{console_server}/console/login")

@@ -21,6 +21,7 @@ from sandlot.console.auth import SignInController, signed_in, to_sign_in
 from sandlot.console.environments import EnvironmentsController
 from sandlot.console.pages import OverviewController
 from sandlot.console.sandboxes import SandboxesController
+from sandlot.console.sessions import SessionsController
 from sandlot.domain.errors import NotAuthenticated
 from sandlot.settings import Settings
 
@@ -53,6 +54,7 @@ def console_parts(settings: Settings) -> ConsoleParts:
             SandboxesController,
             AccountsController,
             EnvironmentsController,
+            SessionsController,
             create_static_files_router(path="/static", directories=[web / "static"], name="console-static"),
         ],
         dependencies={"user": Provide(signed_in)},

@@ -1,0 +1,98 @@
+"""The console's sessions: a list (ended and suspended ones stay), and a session's page with its
+activities, a live terminal (xterm.js over the PTY WebSocket, opened with a one-minute token the
+page asks for) and a file browser of the workspace (list, download, upload)."""
+
+from __future__ import annotations
+
+import base64
+from typing import Annotated, Any
+
+from litestar import Controller, Request, Response, get, post
+from litestar.params import FromPath, QueryParameter
+from litestar.response import Template
+
+from sandlot.api.deps import ServicesDep
+from sandlot.console.auth import User
+from sandlot.domain.errors import InvalidInput, SandlotError
+from sandlot.domain.status import SESSION_ACTIVE
+
+__all__ = ["SessionsController"]
+
+Path = Annotated[str, QueryParameter(min_length=1, max_length=4096)]
+#: Uploads through the console: at most this many bytes (the API's file routes take more).
+UPLOAD_LIMIT = 8 << 20
+
+
+class SessionsController(Controller):
+    path = "/sessions"
+
+    @get("/", name="console-sessions")
+    async def page(self, services: ServicesDep, user: User) -> Template:
+        rows = await services.sessions.list(user, statuses=None, limit=100, offset=0)
+        return Template("console/sessions.html", context={"user": user, "page": "sessions", "rows": rows})
+
+    @get("/{session_id:str}", name="console-session")
+    async def detail(self, session_id: FromPath[str], services: ServicesDep, user: User) -> Template:
+        row = await services.sessions.get(user, session_id)
+        activities = await services.sessions.activities(user, row.id, limit=50, offset=0)
+        live = row.status == SESSION_ACTIVE
+        context = {"user": user, "page": "sessions", "s": row, "activities": activities, "live": live}
+        return Template("console/session.html", context=context)
+
+    @post("/{session_id:str}/terminal", status_code=200)
+    async def terminal(self, session_id: FromPath[str], services: ServicesDep, user: User) -> dict[str, str]:
+        """Where the page's terminal connects: the PTY WebSocket with a one-minute token."""
+        row = await services.sessions.get(user, session_id)
+        token, _ = await services.terminals.token(user, row.id, session=True)
+        return {"path": f"/v1/sessions/{row.id}/pty?token={token}"}
+
+    @get("/{session_id:str}/files")
+    async def files(
+        self, session_id: FromPath[str], services: ServicesDep, user: User, path: Path = "."
+    ) -> Template:
+        await services.sessions.get(user, session_id)  # another tenant's: 404, not a message
+        context: dict[str, Any] = {"s_id": session_id, "path": path, "entries": [], "error": None}
+        try:
+            listed = await services.sessions.call(user, session_id, "files", "list", {"path": path})
+            context["entries"] = listed["entries"]
+        except SandlotError as exc:
+            context["error"] = exc.message
+        return Template("console/_files.html", context=context)
+
+    @get("/{session_id:str}/files/download")
+    async def download(
+        self, session_id: FromPath[str], services: ServicesDep, user: User, path: Path
+    ) -> Response[bytes]:
+        read = await services.sessions.call(
+            user, session_id, "files", "read", {"path": path, "encoding": "base64"}
+        )
+        name = path.rstrip("/").rsplit("/", 1)[-1].replace('"', "") or "file"
+        return Response(
+            base64.b64decode(read["content"]),
+            media_type="application/octet-stream",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
+    @post("/{session_id:str}/files", status_code=200)
+    async def upload(
+        self, session_id: FromPath[str], request: Request[Any, Any, Any], services: ServicesDep, user: User
+    ) -> Template:
+        await services.sessions.get(user, session_id)  # another tenant's: 404, not a message
+        form = await request.form()
+        folder = str(form.get("path") or ".")
+        upload = form.get("file")
+        context: dict[str, Any] = {"s_id": session_id, "path": folder, "entries": [], "error": None}
+        try:
+            if upload is None or isinstance(upload, str) or not upload.filename:
+                raise InvalidInput("choose a file to upload", field="file")
+            data = await upload.read(UPLOAD_LIMIT + 1)
+            if len(data) > UPLOAD_LIMIT:
+                raise InvalidInput(f"the console uploads at most {UPLOAD_LIMIT >> 20} MiB", field="file")
+            target = f"{folder.rstrip('/')}/{upload.filename.rsplit('/', 1)[-1]}"
+            args = {"path": target, "content": base64.b64encode(data).decode(), "encoding": "base64"}
+            await services.sessions.call(user, session_id, "files", "write", args)
+            listed = await services.sessions.call(user, session_id, "files", "list", {"path": folder})
+            context["entries"] = listed["entries"]
+        except SandlotError as exc:
+            context["error"] = exc.message
+        return Template("console/_files.html", context=context)

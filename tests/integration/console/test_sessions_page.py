@@ -1,0 +1,76 @@
+"""The console's sessions: a tenant sees only its own; a session's page lists its workspace,
+uploads and downloads files there, and hands out a terminal token only with the CSRF token."""
+
+from __future__ import annotations
+
+import re
+import secrets
+
+from litestar.testing import AsyncTestClient
+
+from tests.conftest import BUSYBOX
+from tests.integration.conftest import NewTenant, key_of
+from tests.integration.console.test_sandboxes_page import _token
+from tests.integration.console.test_sign_in import _sign_in
+
+
+async def test_a_sessions_page_its_files_and_its_terminal_token(
+    browser: AsyncTestClient, client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    alice, bob = await new_tenant(), await new_tenant()
+    sessions = {}
+    for who, h in (("alice", alice), ("bob", bob)):
+        env = f"{who}-{secrets.token_hex(3)}"
+        body = {"name": env, "images": [BUSYBOX], "pool_size": 0}
+        assert (await client.post("/v1/environments", json=body, headers=h)).status_code == 201
+        started = await client.post("/v1/sessions", json={"environment": env}, headers=h)
+        sessions[who] = started.json()["id"]
+    mine, theirs = sessions["alice"], sessions["bob"]
+    try:
+        await _sign_in(browser, key_of(alice))
+        listing = await browser.get("/console/sessions/")
+        assert f"session-{mine}" in listing.text and theirs not in listing.text
+        assert (await browser.get(f"/console/sessions/{theirs}")).status_code == 404
+        page = await browser.get(f"/console/sessions/{mine}")
+        assert page.status_code == 200 and 'data-testid="terminal"' in page.text
+        csrf = {"x-csrftoken": _token(page.text)}
+
+        # terminal token: only with the CSRF header, only for one's own session
+        assert (await browser.post(f"/console/sessions/{mine}/terminal")).status_code == 403
+        assert (await browser.post(f"/console/sessions/{theirs}/terminal", headers=csrf)).status_code == 404
+        term = await browser.post(f"/console/sessions/{mine}/terminal", headers=csrf)
+        assert term.status_code == 200 and re.match(
+            rf"^/v1/sessions/{mine}/pty\?token=slt_", term.json()["path"]
+        )
+
+        # files: upload, list, download; hostile names stay inside the workspace
+        up = await browser.post(
+            f"/console/sessions/{mine}/files",
+            data={"path": "."},
+            files={"file": ("hello.txt", b"hi from the console\n", "text/plain")},
+            headers=csrf,
+        )
+        assert up.status_code == 200 and 'data-testid="file-hello.txt"' in up.text, up.text
+        down = await browser.get(f"/console/sessions/{mine}/files/download", params={"path": "hello.txt"})
+        assert down.content == b"hi from the console\n"
+        for path in ("../../etc", "/etc"):
+            listed = await browser.get(f"/console/sessions/{mine}/files", params={"path": path})
+            assert listed.status_code == 200 and 'role="alert"' in listed.text, path
+        sneaky = await browser.post(
+            f"/console/sessions/{mine}/files",
+            data={"path": "."},
+            files={"file": ("../../escape.txt", b"x", "text/plain")},
+            headers=csrf,
+        )
+        assert sneaky.status_code == 200 and 'data-testid="file-escape.txt"' in sneaky.text
+        ran = await client.post(
+            f"/v1/sessions/{mine}/features/shell/run", json={"command": "cat hello.txt; ls /"}, headers=alice
+        )
+        assert (
+            ran.json()["stdout"].startswith("hi from the console\n")
+            and "escape.txt" not in ran.json()["stdout"]
+        )
+        assert (await browser.get(f"/console/sessions/{theirs}/files")).status_code == 404
+    finally:
+        for who, h in (("alice", alice), ("bob", bob)):
+            await client.delete(f"/v1/sessions/{sessions[who]}", headers=h)
