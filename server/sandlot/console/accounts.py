@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from sandlot.api.deps import ServicesDep
 from sandlot.api.tenants import TenantCreate
 from sandlot.console.auth import User
-from sandlot.domain.errors import SandlotError
+from sandlot.domain.errors import NotFound, SandlotError
 from sandlot.domain.keys import ALL_SCOPES
 from sandlot.services.accounts import Principal
 
@@ -56,6 +56,8 @@ class AccountsController(Controller):
         try:
             data = TenantCreate.model_validate({**fields, "allow_network": form.get("allow_network") == "on"})
             await services.tenants.create_tenant(user, **data.model_dump(exclude_unset=True))
+        except NotFound:
+            raise  # another tenant's, or gone: the 404 a page gets
         except (SandlotError, ValidationError) as exc:
             return await self._page(services, user, error=problem(exc))
         return Redirect("/console/keys", status_code=303)
@@ -71,6 +73,8 @@ class AccountsController(Controller):
             created = await services.tenants.create_key(
                 user, tenant=tenant, name=str(form.get("name") or "")[:100], scopes=scopes
             )
+        except NotFound:
+            raise  # another tenant's, or gone: the 404 a page gets
         except SandlotError as exc:
             return await self._page(services, user, error=exc.message)
         return await self._page(services, user, secret=created.plaintext, made=created.key)

@@ -14,7 +14,7 @@ from sandlot.api.deps import ServicesDep
 from sandlot.api.schemas import EnvironmentCreate, EnvironmentUpdate
 from sandlot.console.accounts import problem
 from sandlot.console.auth import User
-from sandlot.domain.errors import SandlotError
+from sandlot.domain.errors import NotFound, SandlotError
 from sandlot.services.accounts import Principal
 
 __all__ = ["EnvironmentsController"]
@@ -55,6 +55,8 @@ class EnvironmentsController(Controller):
         try:
             data = EnvironmentCreate.model_validate({"name": form.get("name"), **_fields(form)})
             await services.environments.create(user, data.name, data.model_dump(exclude={"name"}))
+        except NotFound:
+            raise  # another tenant's, or gone: the 404 a page gets
         except (SandlotError, ValidationError) as exc:
             return await self._page(services, user, problem(exc))
         return Redirect("/console/environments/", status_code=303)
@@ -67,6 +69,8 @@ class EnvironmentsController(Controller):
         try:
             data = EnvironmentUpdate.model_validate(_fields(form))
             await services.environments.update(user, name, data.model_dump(exclude_unset=True))
+        except NotFound:
+            raise  # another tenant's, or gone: the 404 a page gets
         except (SandlotError, ValidationError) as exc:
             return await self._page(services, user, problem(exc))
         return Redirect("/console/environments/", status_code=303)
