@@ -27,6 +27,7 @@ from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import AccountService
 from sandlot.services.activities import ActivityRecorder
 from sandlot.services.assets import AssetService
+from sandlot.services.charts import ChartService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
 from sandlot.services.loops import PeriodicLoop
@@ -159,6 +160,7 @@ async def _services(
         health=health,
         tenants=TenantService(accounts, reads),
         overview=OverviewService(reads, environments, pools, health),
+        charts=ChartService(reads),
     )
     return services, recorder, shells
 

@@ -124,6 +124,7 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
     try:
         await expect(page.get_by_test_id(f"pool-{name}")).to_contain_text("2/2", timeout=120_000)
         await expect(page.get_by_test_id("check-runtime")).to_have_text("ok")
+        await expect(page.locator("#charts canvas")).to_have_count(3)  # the last hour, drawn by uPlot
         await _shot(page, "overview")
     finally:
         async with httpx.AsyncClient(base_url=console_server, headers=auth, timeout=60) as api:

@@ -12,6 +12,7 @@ from litestar.params import QueryParameter
 
 from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.assets import AssetService
+from sandlot.services.charts import ChartService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
 from sandlot.services.overview import OverviewService
@@ -55,6 +56,7 @@ class Services:
     health: HealthService
     tenants: TenantService
     overview: OverviewService
+    charts: ChartService
 
 
 def provide_services(state: State) -> Services:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from litestar import Controller, get
 from litestar.response import Template
 
@@ -24,6 +26,11 @@ class OverviewController(Controller):
             "console/overview.html",
             context={"o": data, "user": user, "refresh": REFRESH, "page": "overview"},
         )
+
+    @get("/fragments/charts")
+    async def charts(self, services: ServicesDep, user: User) -> dict[str, Any]:
+        """The last hour, a point a minute (``services/charts.py``), for the overview's charts."""
+        return await services.charts.last_hour(user)
 
     @get("/fragments/overview")
     async def overview_fragment(self, services: ServicesDep, user: User) -> Template:

@@ -10,6 +10,7 @@ from sandlot.store.repositories.environments import EnvironmentRepository
 from sandlot.store.repositories.pools import PoolRepository
 from sandlot.store.repositories.sandboxes import ACTIVE, SandboxQuery, SandboxRepository
 from sandlot.store.repositories.sessions import ActivityRepository, SessionRepository
+from sandlot.store.repositories.stats import StatsRepository
 
 __all__ = [
     "ACTIVE",
@@ -20,5 +21,6 @@ __all__ = [
     "SandboxQuery",
     "SandboxRepository",
     "SessionRepository",
+    "StatsRepository",
     "TenantRepository",
 ]
