@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
@@ -81,6 +82,15 @@ class SandboxesController(Controller):
         offset: Offset = 0,
     ) -> Template:
         return Template(_ROWS, context=await _rows(services, user, Filters.of(status, image, offset)))
+
+    @get("/{sandbox_id:str}", name="console-sandbox")
+    async def detail(self, sandbox_id: FromPath[str], services: ServicesDep, user: User) -> Template:
+        """A sandbox: its limits, time left, and every status change with its reason."""
+        row = await services.sandboxes.get(user, sandbox_id)
+        events = await services.sandboxes.events(user, row.id)
+        left = (row.expires_at - datetime.now(UTC)).total_seconds() if row.expires_at else None
+        context = {"user": user, "page": "sandboxes", "b": row, "events": events, "left": left}
+        return Template("console/sandbox.html", context=context)
 
     @post("/{sandbox_id:str}/kill", status_code=200)
     async def kill(

@@ -38,6 +38,13 @@ async def test_a_tenant_sees_and_kills_only_its_own_sandboxes(
             "No sandboxes match"
             in (await browser.get("/console/sandboxes/rows", params={"image": "nope"})).text
         )
+        detail = await browser.get(f"/console/sandboxes/{mine[0]}")
+        assert (
+            detail.status_code == 200
+            and "Status history" in detail.text
+            and "container started" in detail.text
+        )
+        assert (await browser.get(f"/console/sandboxes/{theirs}")).status_code == 404
         headers = {"x-csrftoken": _token(page.text), "HX-Request": "true"}
 
         # without the token: refused, nothing killed
