@@ -9,11 +9,11 @@ from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, QueryParameter
-from litestar.response import Template
+from litestar.response import Stream, Template
 
 from sandlot.api.deps import ServicesDep
 from sandlot.console.auth import User
-from sandlot.domain.errors import InvalidInput, SandlotError
+from sandlot.domain.errors import InvalidInput, NotFound, SandlotError
 from sandlot.domain.status import SESSION_ACTIVE
 
 __all__ = ["SessionsController"]
@@ -35,9 +35,29 @@ class SessionsController(Controller):
     async def detail(self, session_id: FromPath[str], services: ServicesDep, user: User) -> Template:
         row = await services.sessions.get(user, session_id)
         activities = await services.sessions.activities(user, row.id, limit=50, offset=0)
+        checkpoints = await services.snapshots.of_session(user, row.id)
         live = row.status == SESSION_ACTIVE
-        context = {"user": user, "page": "sessions", "s": row, "activities": activities, "live": live}
+        context = {
+            "user": user,
+            "page": "sessions",
+            "s": row,
+            "activities": activities,
+            "checkpoints": checkpoints,
+            "live": live,
+        }
         return Template("console/session.html", context=context)
+
+    @get("/{session_id:str}/checkpoints/{snapshot_id:str}/archive")
+    async def checkpoint_archive(
+        self, session_id: FromPath[str], snapshot_id: FromPath[str], services: ServicesDep, user: User
+    ) -> Stream:
+        """A checkpoint's workspace as a tar (streamed from the blob store)."""
+        snap = await services.snapshots.get(user, snapshot_id)
+        if snap.session_id != (await services.sessions.get(user, session_id)).id:
+            raise NotFound(f"no snapshot {snapshot_id} in session {session_id}")
+        chunks = await services.snapshots.archive(user, snap.id)
+        disposition = f'attachment; filename="{snap.id}.tar"'
+        return Stream(chunks, media_type="application/x-tar", headers={"Content-Disposition": disposition})
 
     @post("/{session_id:str}/terminal", status_code=200)
     async def terminal(self, session_id: FromPath[str], services: ServicesDep, user: User) -> dict[str, str]:

@@ -25,6 +25,7 @@ async def _bobs_things(client: AsyncTestClient, bob: Headers) -> dict[str, str]:
     assert (await client.post("/v1/environments", json=body, headers=bob)).status_code == 201
     session = (await client.post("/v1/sessions", json={"environment": env}, headers=bob)).json()
     sandbox = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()
+    snapshot = (await client.post(f"/v1/sessions/{session['id']}/checkpoints", headers=bob)).json()
     key = (await client.get("/v1/keys", headers=bob)).json()[0]
     return {
         "name": env,
@@ -34,6 +35,7 @@ async def _bobs_things(client: AsyncTestClient, bob: Headers) -> dict[str, str]:
         "key_prefix": key["prefix"],
         "tenant_id": key["tenant_id"],
         "session_sandbox": session["sandbox_id"],
+        "snapshot_id": snapshot["id"],
     }
 
 

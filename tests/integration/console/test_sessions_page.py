@@ -71,6 +71,15 @@ async def test_a_sessions_page_its_files_and_its_terminal_token(
             and "escape.txt" not in ran.json()["stdout"]
         )
         assert (await browser.get(f"/console/sessions/{theirs}/files")).status_code == 404
+
+        # a checkpoint: listed with its diff, its archive downloadable (only through its session)
+        snap = (await client.post(f"/v1/sessions/{mine}/checkpoints", headers=alice)).json()
+        page = await browser.get(f"/console/sessions/{mine}")
+        assert f"checkpoint-{snap['id']}" in page.text and "hello.txt" in page.text
+        tar = await browser.get(f"/console/sessions/{mine}/checkpoints/{snap['id']}/archive")
+        assert tar.status_code == 200 and b"hi from the console" in tar.content
+        other = await browser.get(f"/console/sessions/{theirs}/checkpoints/{snap['id']}/archive")
+        assert other.status_code == 404
     finally:
         for who, h in (("alice", alice), ("bob", bob)):
             await client.delete(f"/v1/sessions/{sessions[who]}", headers=h)
