@@ -31,10 +31,12 @@ class AccountsController(Controller):
     path = ""
 
     async def _page(self, services: ServicesDep, user: Principal, **extra: Any) -> Template:
+        tenants = await services.tenants.tenants(user)
         context = {
             "user": user,
             "page": "keys",
-            "tenants": await services.tenants.tenants(user),
+            "tenants": tenants,
+            "usage": await services.tenants.usage(user, tenants),
             "keys": await services.tenants.keys(user, None),
             "scopes": sorted(ALL_SCOPES if user.is_operator else user.scopes),
             "secret": None,

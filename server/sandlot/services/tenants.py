@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sandlot.domain.errors import NotFound, NotPermitted
 from sandlot.domain.keys import TENANT_SCOPES, Scope
 from sandlot.services.accounts import AccountService, CreatedKey, Principal
-from sandlot.store.repositories import ApiKeyRepository, TenantRepository
+from sandlot.store.repositories import ApiKeyRepository, SandboxRepository, TenantRepository
 from sandlot.store.tables import ApiKey, Tenant
 
 __all__ = ["TenantService"]
@@ -42,6 +42,14 @@ class TenantService:
         if not principal.is_operator and found.id != principal.tenant_id:
             raise NotFound(f"no tenant {id_or_name!r}")
         return found
+
+    async def usage(
+        self, principal: Principal, tenants: Sequence[Tenant]
+    ) -> dict[str, tuple[int, int, float]]:
+        """Per tenant the caller may see: (live sandboxes, their memory MB, their cpus)."""
+        visible = [t for t in tenants if principal.is_operator or t.id == principal.tenant_id]
+        async with self._reads() as session:
+            return {t.id: await SandboxRepository(session, t.id).usage() for t in visible}
 
     async def create_key(
         self, principal: Principal, *, tenant: str | None, name: str, scopes: Sequence[str] | None

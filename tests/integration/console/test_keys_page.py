@@ -9,6 +9,7 @@ import secrets
 
 from litestar.testing import AsyncTestClient
 
+from tests.conftest import BUSYBOX
 from tests.integration.conftest import Headers, NewTenant, key_of
 from tests.integration.console.test_sign_in import _csrf, _sign_in
 
@@ -24,6 +25,7 @@ async def test_an_operator_makes_a_tenant_and_a_key_that_works(
         "/console/tenants", data={"name": name, "max_sandboxes": "4", "_csrf_token": _csrf(page.text)}
     )
     assert made.status_code == 200 and f"tenant-{name}" in made.text
+    assert f'data-testid="usage-{name}">0<' in made.text  # nothing running yet
     bad = await browser.post("/console/tenants", data={"name": "bad name\n", "_csrf_token": _csrf(made.text)})
     assert bad.status_code == 200 and 'role="alert"' in bad.text
     tenant_id = re.search(rf'data-testid="tenant-{name}"><td>{name}</td><td><code>([^<]+)<', made.text)
@@ -33,7 +35,7 @@ async def test_an_operator_makes_a_tenant_and_a_key_that_works(
         data={
             "tenant": tenant_id.group(1),
             "name": "ci",
-            "scopes": ["sandboxes:read"],
+            "scopes": ["sandboxes:read", "sandboxes:write"],
             "_csrf_token": _csrf(made.text),
         },
     )
@@ -42,8 +44,14 @@ async def test_an_operator_makes_a_tenant_and_a_key_that_works(
     assert (
         await client.get("/v1/sandboxes", headers={"Authorization": f"Bearer {secret.group(1)}"})
     ).status_code == 200
-    again = await browser.get("/console/keys")
-    assert secret.group(1) not in again.text  # shown once
+    theirs = {"Authorization": f"Bearer {secret.group(1)}"}
+    box = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=theirs)).json()["id"]
+    try:
+        again = await browser.get("/console/keys")
+        assert secret.group(1) not in again.text  # shown once
+        assert f'data-testid="usage-{name}">1<' in again.text  # its one sandbox
+    finally:
+        await client.delete(f"/v1/sandboxes/{box}", headers=theirs)
 
 
 async def test_a_tenant_key_sees_its_own_keys_and_revokes_them(
