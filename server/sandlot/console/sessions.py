@@ -21,6 +21,8 @@ __all__ = ["SessionsController"]
 Path = Annotated[str, QueryParameter(min_length=1, max_length=4096)]
 #: Uploads through the console: at most this many bytes (the API's file routes take more).
 UPLOAD_LIMIT = 8 << 20
+#: How much of a process's output the page shows (its end).
+OUTPUT_TAIL = 64 << 10
 
 
 class SessionsController(Controller):
@@ -58,6 +60,23 @@ class SessionsController(Controller):
         chunks = await services.snapshots.archive(user, snap.id)
         disposition = f'attachment; filename="{snap.id}.tar"'
         return Stream(chunks, media_type="application/x-tar", headers={"Content-Disposition": disposition})
+
+    @get("/{session_id:str}/processes")
+    async def processes(self, session_id: FromPath[str], services: ServicesDep, user: User) -> Template:
+        """The session's background processes (their state read from the sandbox)."""
+        rows = await services.processes.list(user, session_id)
+        return Template("console/_processes.html", context={"s_id": session_id, "rows": rows})
+
+    @get("/{session_id:str}/processes/{process_id:str}/output")
+    async def process_output(
+        self, session_id: FromPath[str], process_id: FromPath[str], services: ServicesDep, user: User
+    ) -> Template:
+        """The last ``OUTPUT_TAIL`` bytes a process wrote (the page polls this while it runs)."""
+        row = await services.processes.get(user, session_id, process_id)
+        start = max(0, row.output_bytes - OUTPUT_TAIL)
+        data, row = await services.processes.read(user, session_id, process_id, start, OUTPUT_TAIL)
+        context = {"s_id": session_id, "p": row, "text": data.decode("utf-8", "replace"), "cut": start > 0}
+        return Template("console/_process_output.html", context=context)
 
     @post("/{session_id:str}/terminal", status_code=200)
     async def terminal(self, session_id: FromPath[str], services: ServicesDep, user: User) -> dict[str, str]:

@@ -26,6 +26,10 @@ async def _bobs_things(client: AsyncTestClient, bob: Headers) -> dict[str, str]:
     session = (await client.post("/v1/sessions", json={"environment": env}, headers=bob)).json()
     sandbox = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()
     snapshot = (await client.post(f"/v1/sessions/{session['id']}/checkpoints", headers=bob)).json()
+    started = await client.post(
+        f"/v1/sessions/{session['id']}/processes", json={"command": "echo bob"}, headers=bob
+    )
+    process = started.json()
     key = (await client.get("/v1/keys", headers=bob)).json()[0]
     return {
         "name": env,
@@ -36,6 +40,7 @@ async def _bobs_things(client: AsyncTestClient, bob: Headers) -> dict[str, str]:
         "tenant_id": key["tenant_id"],
         "session_sandbox": session["sandbox_id"],
         "snapshot_id": snapshot["id"],
+        "process_id": process["id"],
     }
 
 

@@ -3,6 +3,7 @@ uploads and downloads files there, and hands out a terminal token only with the 
 
 from __future__ import annotations
 
+import asyncio
 import re
 import secrets
 
@@ -71,6 +72,22 @@ async def test_a_sessions_page_its_files_and_its_terminal_token(
             and "escape.txt" not in ran.json()["stdout"]
         )
         assert (await browser.get(f"/console/sessions/{theirs}/files")).status_code == 404
+
+        # a background process: listed, its output readable; another tenant's is not found
+        started = await client.post(
+            f"/v1/sessions/{mine}/processes", json={"command": "echo out-from-process"}, headers=alice
+        )
+        pid = started.json()["id"]
+        listed = await browser.get(f"/console/sessions/{mine}/processes")
+        assert f"process-{pid}" in listed.text
+        deadline = asyncio.get_running_loop().time() + 20
+        while (
+            "out-from-process"
+            not in (out := await browser.get(f"/console/sessions/{mine}/processes/{pid}/output")).text
+        ):
+            assert asyncio.get_running_loop().time() < deadline, out.text
+            await asyncio.sleep(0.3)
+        assert (await browser.get(f"/console/sessions/{theirs}/processes/{pid}/output")).status_code == 404
 
         # a checkpoint: listed with its diff, its archive downloadable (only through its session)
         snap = (await client.post(f"/v1/sessions/{mine}/checkpoints", headers=alice)).json()
