@@ -33,7 +33,8 @@ def _fields(form: Any) -> dict[str, Any]:
     images = [i.strip() for i in str(form.get("images") or "").replace("\n", ",").split(",") if i.strip()]
     if images:
         fields["images"] = images
-    fields["pool_size"] = _pool(form)
+    if form.get("pool_min") or form.get("pool_max"):
+        fields["pool_size"] = _pool(form)
     return fields
 
 
@@ -53,7 +54,9 @@ class EnvironmentsController(Controller):
     async def create(self, request: Request[Any, Any, Any], services: ServicesDep, user: User) -> Any:
         form = await request.form()
         try:
-            data = EnvironmentCreate.model_validate({"name": form.get("name"), **_fields(form)})
+            data = EnvironmentCreate.model_validate(
+                {"name": form.get("name"), "pool_size": 0, **_fields(form)}
+            )
             await services.environments.create(user, data.name, data.model_dump(exclude={"name"}))
         except NotFound:
             raise  # another tenant's, or gone: the 404 a page gets

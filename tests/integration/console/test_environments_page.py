@@ -42,6 +42,20 @@ async def test_create_change_and_delete_an_environment_from_the_console(
     )
     assert changed.status_code == 200
     assert (await client.get(f"/v1/environments/{name}", headers=alice)).json()["pool_size"] == [0, 2]
+    # limits and images change alone; the pool stays as it is
+    limits = await browser.post(
+        f"/console/environments/{name}",
+        data={
+            "memory_mb": "256",
+            "cpus": "0.5",
+            "images": f"{BUSYBOX}, sandlot/python:3",
+            "_csrf_token": _csrf(made.text),
+        },
+    )
+    assert limits.status_code == 200
+    env = (await client.get(f"/v1/environments/{name}", headers=alice)).json()
+    assert env["memory_mb"] == 256 and env["cpus"] == 0.5 and env["pool_size"] == [0, 2]
+    assert env["images"] == [BUSYBOX, "sandlot/python:3"]
 
     for bad in (
         {"name": "bad name", "images": BUSYBOX},
