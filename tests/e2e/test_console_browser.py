@@ -184,6 +184,24 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
             await api.delete(f"/v1/sessions/{sid}")
             await api.delete(f"/v1/environments/{env}")
 
+    # phone width: the pages still work (the navigation wraps, tables scroll sideways)
+    await page.set_viewport_size({"width": 390, "height": 800})
+    await page.get_by_role("link", name="Overview").click()
+    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    await _shot(page, "overview-phone")
+    await page.get_by_role("link", name="Sandboxes").click()
+    await _shot(page, "sandboxes-phone")
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"the page scrolls sideways at phone width ({width} px)"
+    # keyboard: the navigation is reachable with Tab and followed with Enter
+    await page.keyboard.press("Tab")
+    await page.keyboard.press("Tab")
+    focused = await page.evaluate("document.activeElement && document.activeElement.textContent")
+    assert focused and focused.strip() == "Overview", focused
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    await page.set_viewport_size({"width": 1280, "height": 800})
+
     await page.get_by_role("button", name="Sign out").click()
     await expect(page).to_have_url(f"{console_server}/console/login")
     await page.goto(f"{console_server}/console/")
