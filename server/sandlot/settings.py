@@ -164,6 +164,13 @@ class Settings(BaseSettings):
     console_session_hours: float = Field(
         default=12.0, gt=0, le=24 * 30, description="How long a console sign-in lasts."
     )
+    console_trace_url: str = Field(
+        default="",
+        max_length=2000,
+        description="A trace viewer's search URL for one session, with {session_id} where its id "
+        "goes (Jaeger: http://localhost:16686/search?service=sandlot&tags=%7B%22sandlot.session_id"
+        "%22%3A%22{session_id}%22%7D). Empty: no trace links.",
+    )
     console_secure_cookie: bool = Field(
         default=False, description="Send the console's cookies over HTTPS only (set behind TLS)."
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from litestar import Controller, Request, Response, get, post
 from litestar.params import FromPath, QueryParameter
@@ -23,6 +24,11 @@ Path = Annotated[str, QueryParameter(min_length=1, max_length=4096)]
 UPLOAD_LIMIT = 8 << 20
 #: How much of a process's output the page shows (its end).
 OUTPUT_TAIL = 64 << 10
+
+
+def _trace_link(template: str, session_id: str) -> str | None:
+    """The trace viewer's page for this session, when one is configured (the id is quoted)."""
+    return template.replace("{session_id}", quote(session_id, safe="")) if template else None
 
 
 class SessionsController(Controller):
@@ -46,6 +52,7 @@ class SessionsController(Controller):
             "activities": activities,
             "checkpoints": checkpoints,
             "live": live,
+            "traces": _trace_link(services.settings.console_trace_url, row.id),
         }
         return Template("console/session.html", context=context)
 

@@ -9,6 +9,8 @@ import secrets
 
 from litestar.testing import AsyncTestClient
 
+from sandlot.app import create_app
+from sandlot.settings import Settings
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import NewTenant, key_of
 from tests.integration.console.test_sandboxes_page import _token
@@ -100,3 +102,29 @@ async def test_a_sessions_page_its_files_and_its_terminal_token(
     finally:
         for who, h in (("alice", alice), ("bob", bob)):
             await client.delete(f"/v1/sessions/{sessions[who]}", headers=h)
+
+
+async def test_a_session_links_to_its_traces_when_a_viewer_is_configured(
+    app_settings: Settings, client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    h = await new_tenant()
+    env = f"traces-{secrets.token_hex(3)}"
+    assert (
+        await client.post("/v1/environments", json={"name": env, "images": [BUSYBOX]}, headers=h)
+    ).status_code == 201
+    sid = (await client.post("/v1/sessions", json={"environment": env}, headers=h)).json()["id"]
+    try:
+        plain = create_app(app_settings)
+        viewer = create_app(
+            app_settings.model_copy(update={"console_trace_url": "http://jaeger/t?id={session_id}"})
+        )
+        for app, link in ((plain, None), (viewer, f"http://jaeger/t?id={sid}")):
+            async with AsyncTestClient(app, timeout=60) as browser:
+                await _sign_in(browser, key_of(h))
+                page = (await browser.get(f"/console/sessions/{sid}")).text
+                if link is None:
+                    assert "trace-link" not in page
+                else:
+                    assert f'href="{link}"' in page and 'rel="noopener noreferrer"' in page
+    finally:
+        await client.delete(f"/v1/sessions/{sid}", headers=h)
