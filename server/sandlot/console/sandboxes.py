@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, QueryParameter
 from litestar.response import Template
 
@@ -56,32 +57,27 @@ async def _rows(services: ServicesDep, user: Principal, f: Filters) -> dict[str,
     return {"rows": rows[:PAGE], "more": len(rows) > PAGE, "f": f, "user": user, "page_size": PAGE}
 
 
+def _query_filters(status: Status = None, image: Image = None, offset: Offset = 0) -> Filters:
+    return Filters.of(status, image, offset)
+
+
+#: Annotation for a handler's ``f`` parameter: the filters of the query string.
+QueryFilters = NamedDependency[Filters]
+
+
 class SandboxesController(Controller):
     path = "/sandboxes"
+    dependencies = {"f": Provide(_query_filters, sync_to_thread=False)}
 
     @get("/", name="console-sandboxes")
-    async def page(
-        self,
-        services: ServicesDep,
-        user: User,
-        status: Status = None,
-        image: Image = None,
-        offset: Offset = 0,
-    ) -> Template:
-        context = await _rows(services, user, Filters.of(status, image, offset))
+    async def page(self, services: ServicesDep, user: User, f: QueryFilters) -> Template:
+        context = await _rows(services, user, f)
         context.update(statuses=STATUSES, page="sandboxes")
         return Template("console/sandboxes.html", context=context)
 
     @get("/rows")
-    async def rows(
-        self,
-        services: ServicesDep,
-        user: User,
-        status: Status = None,
-        image: Image = None,
-        offset: Offset = 0,
-    ) -> Template:
-        return Template(_ROWS, context=await _rows(services, user, Filters.of(status, image, offset)))
+    async def rows(self, services: ServicesDep, user: User, f: QueryFilters) -> Template:
+        return Template(_ROWS, context=await _rows(services, user, f))
 
     @get("/{sandbox_id:str}", name="console-sandbox")
     async def detail(self, sandbox_id: FromPath[str], services: ServicesDep, user: User) -> Template:
