@@ -3,6 +3,7 @@ a restart: the pool loop reads them on its next round), delete (which drains the
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from litestar import Controller, Request, get, post
@@ -14,7 +15,7 @@ from sandlot.api.deps import ServicesDep
 from sandlot.api.schemas import EnvironmentCreate, EnvironmentUpdate
 from sandlot.console.accounts import problem
 from sandlot.console.auth import User
-from sandlot.domain.errors import NotFound, SandlotError
+from sandlot.domain.errors import InvalidInput, NotFound, SandlotError
 from sandlot.services.accounts import Principal
 
 __all__ = ["EnvironmentsController"]
@@ -35,7 +36,21 @@ def _fields(form: Any) -> dict[str, Any]:
         fields["images"] = images
     if form.get("pool_min") or form.get("pool_max"):
         fields["pool_size"] = _pool(form)
+    features = str(form.get("features") or "").strip()
+    if features:
+        fields["features"] = _json_object(features)
     return fields
+
+
+def _json_object(text: str) -> Any:
+    """The features field: a JSON object (feature name -> its configuration, or null)."""
+    try:
+        value = json.loads(text[:65536])
+    except ValueError as exc:
+        raise InvalidInput(f"features: not JSON ({exc})", field="features") from None
+    if not isinstance(value, dict):
+        raise InvalidInput('features: a JSON object, such as {"shell": null}', field="features")
+    return value
 
 
 class EnvironmentsController(Controller):

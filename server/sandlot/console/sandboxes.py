@@ -13,7 +13,7 @@ from litestar.response import Template
 
 from sandlot.api.deps import ServicesDep
 from sandlot.console.auth import User
-from sandlot.domain.errors import NotFound
+from sandlot.domain.errors import Conflict, NotFound
 from sandlot.domain.status import SandboxStatus
 from sandlot.services.accounts import Principal
 from sandlot.services.sandboxes import SandboxQuery
@@ -103,6 +103,19 @@ class SandboxesController(Controller):
                 await services.sandboxes.delete(user, str(sandbox_id))
             except NotFound:
                 continue  # gone meanwhile, or never this tenant's: nothing to kill
+        return await self._after(request, services, user)
+
+    @post("/drain", status_code=200)
+    async def drain_many(
+        self, request: Request[Any, Any, Any], services: ServicesDep, user: User
+    ) -> Template:
+        """Take the selected idle pool sandboxes out of their pools (others are left alone)."""
+        form = await request.form()
+        for sandbox_id in form.getall("ids")[:PAGE]:
+            try:
+                await services.pools.drain_member(user, str(sandbox_id))
+            except (NotFound, Conflict):
+                continue  # not this tenant's, gone, or not an idle pool sandbox
         return await self._after(request, services, user)
 
     async def _after(self, request: Request[Any, Any, Any], services: ServicesDep, user: User) -> Template:

@@ -18,16 +18,19 @@ from datetime import timedelta
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sandlot.domain.errors import (
+    Conflict,
     EnvironmentOutageError,
     RuntimeUnavailable,
     SandboxStateError,
 )
+from sandlot.domain.keys import Scope
 from sandlot.domain.pools import NO_POOL, PoolBounds, bounds_for, refill_count
 from sandlot.domain.status import SandboxStatus
 from sandlot.features.base import SandboxContext
 from sandlot.observability.metrics import PoolFigures
 from sandlot.observability.tracing import ATTR, span, traced
 from sandlot.runtime.base import Limits
+from sandlot.services.accounts import Principal
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
 from sandlot.store.engine import make_sessionmaker, single_statement_sessions
@@ -294,6 +297,17 @@ class PoolService:
         idle = [r for r in live if r.image == image and r.status == S.READY.value][:count]
         for row in idle:
             await self._retire(env, row, "pool shrunk")
+
+    async def drain_member(self, principal: Principal, sandbox_id: str) -> None:
+        """Take one idle sandbox out of its pool (shut down; the pool refills to its minimum on
+        its next round). Only a ready pool sandbox: one in a session is killed instead."""
+        principal.require(Scope.SANDBOXES_WRITE)
+        row = await self._sandboxes.get(principal, sandbox_id)  # another tenant's: not found
+        if row.status != S.READY.value or row.environment_id is None:
+            raise Conflict(
+                f"sandbox {sandbox_id} is not an idle pool sandbox ({row.status})", status=row.status
+            )
+        await self._sandboxes.shutdown(row.id, "drained from the pool", only_if=S.READY)
 
     async def drain(self, env: Environment) -> None:
         """Shut down every idle sandbox of an environment (before deleting it)."""

@@ -56,6 +56,18 @@ async def test_create_change_and_delete_an_environment_from_the_console(
     env = (await client.get(f"/v1/environments/{name}", headers=alice)).json()
     assert env["memory_mb"] == 256 and env["cpus"] == 0.5 and env["pool_size"] == [0, 2]
     assert env["images"] == [BUSYBOX, "sandlot/python:3"]
+    # features as JSON: set, refused when not an object or not JSON, or naming no feature
+    csrf = _csrf(made.text)
+    ok = await browser.post(
+        f"/console/environments/{name}", data={"features": '{"shell": null}', "_csrf_token": csrf}
+    )
+    assert ok.status_code == 200 and f'data-testid="features-{name}"><code>shell</code>' in ok.text
+    assert (await client.get(f"/v1/environments/{name}", headers=alice)).json()["features"] == {"shell": None}
+    for bad in ("[1]", "{nope", '{"no-such-feature": null}', '"x"'):
+        resp = await browser.post(
+            f"/console/environments/{name}", data={"features": bad, "_csrf_token": csrf}
+        )
+        assert resp.status_code == 200 and 'role="alert"' in resp.text, bad
 
     for bad in (
         {"name": "bad name", "images": BUSYBOX},

@@ -3,7 +3,10 @@ the CSRF token; bulk kill skips ids that are not the caller's."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import secrets
+import time
 
 from litestar.testing import AsyncTestClient
 
@@ -63,3 +66,40 @@ async def test_a_tenant_sees_and_kills_only_its_own_sandboxes(
     finally:
         for sid, h in [*((s, alice) for s in mine), (theirs, bob)]:
             await client.delete(f"/v1/sandboxes/{sid}", headers=h)
+
+
+async def test_drain_takes_only_idle_pool_sandboxes_out_of_their_pool(
+    browser: AsyncTestClient, client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    alice, bob = await new_tenant(), await new_tenant()
+    env = f"drain-{secrets.token_hex(3)}"
+    body = {"name": env, "images": [BUSYBOX], "pool_size": [1, 1]}
+    assert (await client.post("/v1/environments", json=body, headers=alice)).status_code == 201
+    loose = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=alice)).json()["id"]
+    bobs = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()["id"]
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            rows = (await client.get("/v1/sandboxes", params={"status": "ready"}, headers=alice)).json()
+            pooled = [r["id"] for r in rows if r["environment_id"]]
+            if pooled:
+                break
+            assert time.monotonic() < deadline, "the pool did not fill"
+            await asyncio.sleep(0.3)
+        await _sign_in(browser, key_of(alice))
+        token = _token((await browser.get("/console/sandboxes/")).text)
+        drained = await browser.post(
+            "/console/sandboxes/drain",
+            data={"ids": [pooled[0], loose, bobs]},
+            headers={"x-csrftoken": token, "HX-Request": "true"},
+        )
+        assert drained.status_code == 200
+        gone = (await client.get(f"/v1/sandboxes/{pooled[0]}", headers=alice)).json()
+        assert gone["status"] == "offline" and gone["status_reason"] == "drained from the pool"
+        # a sandbox of no pool, and another tenant's, are left alone
+        assert (await client.get(f"/v1/sandboxes/{loose}", headers=alice)).json()["status"] == "ready"
+        assert (await client.get(f"/v1/sandboxes/{bobs}", headers=bob)).json()["status"] == "ready"
+    finally:
+        await client.delete(f"/v1/environments/{env}", headers=alice)
+        await client.delete(f"/v1/sandboxes/{loose}", headers=alice)
+        await client.delete(f"/v1/sandboxes/{bobs}", headers=bob)
