@@ -67,6 +67,57 @@ async def _shot(page: Page, name: str) -> None:
     await page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
+#: Every control a keyboard can reach on the page (visible, enabled, in the tab order), each
+#: described well enough to tell it apart, and those without an accessible name.
+_CONTROLS = """() => {
+  const describe = (e) => [e.tagName, e.id, e.name, e.getAttribute('href'), e.getAttribute('aria-label'),
+                           e.getAttribute('hx-post'), e.getAttribute('hx-get'), e.value,
+                           (e.innerText || '').trim().slice(0, 40)].join('|');
+  const named = (e) => (e.innerText || '').trim() || e.getAttribute('aria-label') ||
+                       (e.labels && e.labels.length) || e.title || e.getAttribute('placeholder');
+  const all = [...document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]')]
+    .filter((e) => !e.disabled && e.tabIndex >= 0 && e.type !== 'hidden' && e.getClientRects().length &&
+                   getComputedStyle(e).visibility !== 'hidden');
+  const unnamed = all.filter((e) => !named(e)).map((e) => e.outerHTML.slice(0, 160));
+  return {controls: all.map(describe), unnamed: unnamed};
+}"""
+_FOCUSED = """() => {
+  const e = document.activeElement;
+  if (!e || e === document.body) return null;
+  return {inTerminal: e.classList.contains('xterm-helper-textarea'),
+          id: [e.tagName, e.id, e.name, e.getAttribute('href'), e.getAttribute('aria-label'),
+               e.getAttribute('hx-post'), e.getAttribute('hx-get'), e.value,
+               (e.innerText || '').trim().slice(0, 40)].join('|')};
+}"""
+
+
+async def _phone_and_keyboard(page: Page, name: str) -> None:
+    """The page at phone width (no sideways scroll; saved as a screenshot), then by keyboard
+    at desktop width: Tab reaches every control, in a loop back to the start, and each has a
+    name a screen reader can say. The terminal keeps Tab for the shell: Esc then Tab leaves it."""
+    await page.set_viewport_size({"width": 390, "height": 800})
+    await _shot(page, f"{name}-phone")
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390, f"{name} scrolls sideways at phone width ({width} px)"
+    await page.set_viewport_size({"width": 1280, "height": 800})
+    found = await page.evaluate(_CONTROLS)
+    assert not found["unnamed"], f"controls without a name on {name}: {found['unnamed']}"
+    await page.evaluate("document.activeElement && document.activeElement.blur()")
+    reached: set[str] = set()
+    for _ in range(len(found["controls"]) * 2 + 10):
+        focused = await page.evaluate(_FOCUSED)
+        if focused and focused["inTerminal"]:
+            await page.keyboard.press("Escape")
+        await page.keyboard.press("Tab")
+        focused = await page.evaluate(_FOCUSED)
+        if focused:
+            reached.add(focused["id"])
+        if reached >= set(found["controls"]):
+            break
+    missed = set(found["controls"]) - reached
+    assert not missed, f"Tab never reaches these controls on {name}: {sorted(missed)}"
+
+
 @pytest.mark.timeout(300)
 async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
     console_server: str, operator_key: str, browser: Browser, tmp_path: Path
@@ -102,6 +153,7 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
     await page.get_by_role("button", name="Create key").click()
     secret = (await page.get_by_test_id("new-secret").inner_text()).strip()
     await _shot(page, "keys")
+    await _phone_and_keyboard(page, "keys")
     async with httpx.AsyncClient(base_url=console_server, timeout=60) as anon:
         mine = await anon.get("/v1/keys", headers={"Authorization": f"Bearer {secret}"})
         assert mine.status_code == 200 and [k["name"] for k in mine.json()] == ["from the browser"]
@@ -120,12 +172,14 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
     await form.get_by_role("button", name="Create environment").click()
     await expect(page.get_by_test_id(f"env-{name}")).to_be_visible()
     await _shot(page, "environments")
+    await _phone_and_keyboard(page, "environments")
     await page.get_by_role("link", name="Overview").click()
     try:
         await expect(page.get_by_test_id(f"pool-{name}")).to_contain_text("2/2", timeout=120_000)
         await expect(page.get_by_test_id("check-runtime")).to_have_text("ok")
         await expect(page.locator("#charts canvas")).to_have_count(3)  # the last hour, drawn by uPlot
         await _shot(page, "overview")
+        await _phone_and_keyboard(page, "overview")
     finally:
         async with httpx.AsyncClient(base_url=console_server, headers=auth, timeout=60) as api:
             await api.delete(f"/v1/environments/{name}")
@@ -140,6 +194,14 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
             for sid in ids:
                 await expect(page.get_by_test_id(f"status-{sid}")).to_have_text("ready")
             await _shot(page, "sandboxes")
+            await _phone_and_keyboard(page, "sandboxes")
+            # a sandbox's page: its limits, status history, and CPU and memory now
+            await page.get_by_role("link", name=ids[0]).click()
+            await expect(page.get_by_test_id("usage-memory")).to_contain_text("of 512 MB", timeout=30_000)
+            await _shot(page, "sandbox")
+            await _phone_and_keyboard(page, "sandbox")
+            await page.get_by_role("link", name="Sandboxes").first.click()
+            await expect(page.get_by_test_id(f"status-{ids[0]}")).to_have_text("ready")
             await page.get_by_test_id(f"row-{ids[0]}").get_by_role("button", name="Kill").click()
             await expect(page.get_by_test_id(f"status-{ids[0]}")).to_have_text("offline", timeout=30_000)
             for sid in ids[1:]:
@@ -160,7 +222,14 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
         assert (await api.post("/v1/environments", json=body)).status_code == 201
         sid = (await api.post("/v1/sessions", json={"environment": env})).json()["id"]
         try:
+            # a checkpoint and a background process: controls after the terminal on its page
+            assert (await api.post(f"/v1/sessions/{sid}/checkpoints")).status_code == 201
+            started = await api.post(f"/v1/sessions/{sid}/processes", json={"command": "echo from-a-process"})
+            assert started.status_code == 201, started.text
             await page.get_by_role("link", name="Sessions").click()
+            await expect(page.get_by_test_id(f"session-{sid}")).to_be_visible()
+            await _shot(page, "sessions")
+            await _phone_and_keyboard(page, "sessions")
             await page.get_by_test_id(f"session-{sid}").get_by_role("link").click()
             await expect(page.get_by_role("status").filter(has_text="connected")).to_be_visible(
                 timeout=30_000
@@ -180,27 +249,20 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
             await page.keyboard.press("Enter")
             await expect(rows).to_contain_text("uploaded through the console", timeout=15_000)
             await _shot(page, "session")
+            await _phone_and_keyboard(page, "session")
         finally:
             await api.delete(f"/v1/sessions/{sid}")
             await api.delete(f"/v1/environments/{env}")
 
-    # phone width: the pages still work (the navigation wraps, tables scroll sideways)
-    await page.set_viewport_size({"width": 390, "height": 800})
-    await page.get_by_role("link", name="Overview").click()
-    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
-    await _shot(page, "overview-phone")
+    # keyboard: the navigation is the first thing Tab reaches, and Enter follows it
     await page.get_by_role("link", name="Sandboxes").click()
-    await _shot(page, "sandboxes-phone")
-    width = await page.evaluate("document.documentElement.scrollWidth")
-    assert width <= 390, f"the page scrolls sideways at phone width ({width} px)"
-    # keyboard: the navigation is reachable with Tab and followed with Enter
+    await page.evaluate("document.activeElement && document.activeElement.blur()")
     await page.keyboard.press("Tab")
     await page.keyboard.press("Tab")
     focused = await page.evaluate("document.activeElement && document.activeElement.textContent")
     assert focused and focused.strip() == "Overview", focused
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
-    await page.set_viewport_size({"width": 1280, "height": 800})
 
     await page.get_by_role("button", name="Sign out").click()
     await expect(page).to_have_url(f"{console_server}/console/login")

@@ -1,6 +1,6 @@
 // The session page's terminal: xterm.js over the PTY WebSocket. The page asks the console for a
 // one-minute token (a POST carrying the CSRF header), then connects; keystrokes go as binary
-// frames, window size changes as resize frames.
+// frames, window size changes as resize frames. Esc then Tab moves the focus on.
 (function () {
   "use strict";
   function start() {
@@ -12,6 +12,15 @@
     term.loadAddon(fit);
     term.open(box);
     fit.fit();
+    // Tab belongs to the shell (completion); Esc then Tab leaves the terminal, so a keyboard
+    // is never trapped in it (the Esc still reaches the shell)
+    var escaped = false;
+    term.attachCustomKeyEventHandler(function (event) {
+      if (event.type !== "keydown") return true;
+      if (event.key === "Tab" && escaped) { escaped = false; return false; }
+      escaped = event.key === "Escape";
+      return true;
+    });
     var csrf = JSON.parse(document.body.getAttribute("hx-headers") || "{}")["x-csrftoken"] || "";
     fetch("/console/sessions/" + encodeURIComponent(box.dataset.session) + "/terminal", {
       method: "POST", headers: { "x-csrftoken": csrf }, credentials: "same-origin",

@@ -9,22 +9,15 @@ from typing import Any
 from litestar import Controller, Request, get, post
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
-from pydantic import ValidationError
 
 from sandlot.api.deps import ServicesDep
 from sandlot.api.tenants import TenantCreate
 from sandlot.console.auth import User
-from sandlot.domain.errors import NotFound, SandlotError
+from sandlot.console.forms import reported
 from sandlot.domain.keys import ALL_SCOPES
 from sandlot.services.accounts import Principal
 
-__all__ = ["AccountsController", "problem"]
-
-
-def problem(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-    return exc.message if isinstance(exc, SandlotError) else str(exc)
+__all__ = ["AccountsController"]
 
 
 class AccountsController(Controller):
@@ -55,13 +48,11 @@ class AccountsController(Controller):
         fields = {
             k: form.get(k) for k in ("name", "max_sandboxes", "max_memory_mb", "max_cpus") if form.get(k)
         }
-        try:
+        with reported() as done:
             data = TenantCreate.model_validate({**fields, "allow_network": form.get("allow_network") == "on"})
             await services.tenants.create_tenant(user, **data.model_dump(exclude_unset=True))
-        except NotFound:
-            raise  # another tenant's, or gone: the 404 a page gets
-        except (SandlotError, ValidationError) as exc:
-            return await self._page(services, user, error=problem(exc))
+        if done.error:
+            return await self._page(services, user, error=done.error)
         return Redirect("/console/keys", status_code=303)
 
     @post("/keys", status_code=200)
@@ -71,15 +62,12 @@ class AccountsController(Controller):
         form = await request.form()
         scopes = [str(s) for s in form.getall("scopes")] if "scopes" in form else None
         tenant = str(form.get("tenant") or "") or None
-        try:
+        with reported() as done:
             created = await services.tenants.create_key(
                 user, tenant=tenant, name=str(form.get("name") or "")[:100], scopes=scopes
             )
-        except NotFound:
-            raise  # another tenant's, or gone: the 404 a page gets
-        except SandlotError as exc:
-            return await self._page(services, user, error=exc.message)
-        return await self._page(services, user, secret=created.plaintext, made=created.key)
+            return await self._page(services, user, secret=created.plaintext, made=created.key)
+        return await self._page(services, user, error=done.error)
 
     @post("/keys/{key_id:str}/revoke")
     async def revoke(self, key_id: FromPath[str], services: ServicesDep, user: User) -> Redirect:

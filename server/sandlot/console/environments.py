@@ -9,13 +9,12 @@ from typing import Any
 from litestar import Controller, Request, get, post
 from litestar.params import FromPath
 from litestar.response import Redirect, Template
-from pydantic import ValidationError
 
 from sandlot.api.deps import ServicesDep
 from sandlot.api.schemas import EnvironmentCreate, EnvironmentUpdate
-from sandlot.console.accounts import problem
 from sandlot.console.auth import User
-from sandlot.domain.errors import InvalidInput, NotFound, SandlotError
+from sandlot.console.forms import reported
+from sandlot.domain.errors import InvalidInput
 from sandlot.services.accounts import Principal
 
 __all__ = ["EnvironmentsController"]
@@ -68,15 +67,13 @@ class EnvironmentsController(Controller):
     @post("/", status_code=200)
     async def create(self, request: Request[Any, Any, Any], services: ServicesDep, user: User) -> Any:
         form = await request.form()
-        try:
+        with reported() as done:
             data = EnvironmentCreate.model_validate(
                 {"name": form.get("name"), "pool_size": 0, **_fields(form)}
             )
             await services.environments.create(user, data.name, data.model_dump(exclude={"name"}))
-        except NotFound:
-            raise  # another tenant's, or gone: the 404 a page gets
-        except (SandlotError, ValidationError) as exc:
-            return await self._page(services, user, problem(exc))
+        if done.error:
+            return await self._page(services, user, done.error)
         return Redirect("/console/environments/", status_code=303)
 
     @post("/{name:str}", status_code=200)
@@ -84,13 +81,11 @@ class EnvironmentsController(Controller):
         self, name: FromPath[str], request: Request[Any, Any, Any], services: ServicesDep, user: User
     ) -> Any:
         form = await request.form()
-        try:
+        with reported() as done:
             data = EnvironmentUpdate.model_validate(_fields(form))
             await services.environments.update(user, name, data.model_dump(exclude_unset=True))
-        except NotFound:
-            raise  # another tenant's, or gone: the 404 a page gets
-        except (SandlotError, ValidationError) as exc:
-            return await self._page(services, user, problem(exc))
+        if done.error:
+            return await self._page(services, user, done.error)
         return Redirect("/console/environments/", status_code=303)
 
     @post("/{name:str}/delete")

@@ -26,6 +26,7 @@ __all__ = [
     "ProcessStream",
     "SandboxRuntime",
     "SandboxSpec",
+    "Usage",
 ]
 
 LABEL_MANAGED = "dev.sandlot.managed"
@@ -106,6 +107,17 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False
     oom_killed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What a sandbox uses now: CPU over the last moment (100 = one core busy), memory in use
+    (page cache left out, as ``docker stats`` does) and its limit, and how many processes."""
+
+    cpu_percent: float
+    memory_bytes: int
+    memory_limit: int | None
+    processes: int
 
 
 @dataclass(slots=True)
@@ -228,6 +240,11 @@ class SandboxRuntime(Protocol):
 
     async def oom_killed(self, ref: str) -> bool:
         """Whether the kernel OOM-killed a process in the sandbox since the last call."""
+        ...
+
+    async def usage(self, ref: str) -> Usage:
+        """CPU and memory in use now, measured by the host (never by the sandbox itself);
+        takes about a second (two samples). Raises :class:`SandboxStateError` when gone."""
         ...
 
     async def reset(self, ref: str, workspace: str) -> None:

@@ -32,9 +32,11 @@ from sandlot.runtime.base import (
     FileStream,
     OwnedSandbox,
     SandboxSpec,
+    Usage,
 )
 from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, container_config
 from sandlot.runtime.docker_reset import CleanSlate
+from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
 from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, OOM_COUNT, STATE_ROOT
 
@@ -332,6 +334,10 @@ class DockerRuntime:
         seen = self._oom_seen.get(ref, 0)
         self._oom_seen[ref] = count
         return count > seen
+
+    async def usage(self, ref: str) -> Usage:
+        with engine("stats"):
+            return await container_usage(self.docker, ref)
 
     # -- files and archives (as the sandbox user; see docker_files) ----------------------------
 

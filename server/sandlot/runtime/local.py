@@ -24,7 +24,7 @@ from typing import IO
 
 from sandlot.domain.errors import ImageNotFound, InvalidInput, PayloadTooLarge, SandboxStateError
 from sandlot.runtime.archives import ArchiveReport
-from sandlot.runtime.base import ExecRequest, ExecResult, FileStream, OwnedSandbox, SandboxSpec
+from sandlot.runtime.base import ExecRequest, ExecResult, FileStream, OwnedSandbox, SandboxSpec, Usage
 from sandlot.runtime.bridge import CHUNK, consume, produce, run_blocking
 from sandlot.runtime.local_bwrap import SANDBOX_STATE, Confinement
 from sandlot.runtime.local_fs import Workspace
@@ -37,7 +37,16 @@ from sandlot.runtime.local_meta import (
     read_meta,
     uid_of,
 )
-from sandlot.runtime.local_procs import LocalPty, PipeStream, kill_tree, kill_user, processes_of, set_winsize
+from sandlot.runtime.local_procs import (
+    LocalPty,
+    PipeStream,
+    cpu_and_memory,
+    descendants,
+    kill_tree,
+    kill_user,
+    processes_of,
+    set_winsize,
+)
 from sandlot.runtime.local_users import claim_uid, release_uid
 from sandlot.runtime.output import CappedBuffer
 
@@ -241,6 +250,27 @@ class LocalRuntime:
 
     async def oom_killed(self, ref: str) -> bool:
         return False  # memory is bounded by prlimit: an allocation fails instead
+
+    async def usage(self, ref: str) -> Usage:
+        meta = self._meta(ref)
+        uid = uid_of(meta)
+
+        def sample() -> tuple[float, int, int]:
+            # its own host user's processes; without one, the trees the runtime started
+            pids = set(processes_of(uid)) if uid is not None else descendants(self._procs.get(ref, set()))
+            return cpu_and_memory(pids)
+
+        start = time.perf_counter()
+        cpu_before, _, _ = await asyncio.to_thread(sample)
+        await asyncio.sleep(0.5)
+        cpu_after, memory, count = await asyncio.to_thread(sample)
+        elapsed = time.perf_counter() - start
+        return Usage(
+            cpu_percent=round(max(cpu_after - cpu_before, 0.0) / elapsed * 100, 1),
+            memory_bytes=memory,
+            memory_limit=int(str(meta["memory_mb"])) << 20,
+            processes=count,
+        )
 
     async def reset(self, ref: str, workspace: str) -> None:
         uid = uid_of(self._meta(ref))

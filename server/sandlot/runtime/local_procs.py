@@ -14,7 +14,17 @@ import time
 
 from sandlot.domain.errors import SandboxStateError
 
-__all__ = ["LocalPty", "PipeStream", "kill_tree", "kill_user", "killpg", "processes_of", "set_winsize"]
+__all__ = [
+    "LocalPty",
+    "PipeStream",
+    "cpu_and_memory",
+    "descendants",
+    "kill_tree",
+    "kill_user",
+    "killpg",
+    "processes_of",
+    "set_winsize",
+]
 
 
 def killpg(pid: int) -> None:
@@ -77,21 +87,44 @@ def kill_user(uid: int) -> None:
         time.sleep(0.02)
 
 
+def descendants(roots: set[int]) -> set[int]:
+    """``roots`` and every process descending from one of them."""
+    table = _sessions_and_parents()
+    found = set(roots)
+    grew = True
+    while grew:
+        grew = False
+        for pid, (_session, parent) in table.items():
+            if parent in found and pid not in found:
+                found.add(pid)
+                grew = True
+    return found
+
+
+def cpu_and_memory(pids: set[int]) -> tuple[float, int, int]:
+    """(CPU seconds used so far, resident bytes, how many) of the live processes in ``pids``."""
+    ticks, pages, count = 0, 0, 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if fields[0] == b"Z":
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+        pages += int(fields[21])
+        count += 1
+    return ticks / os.sysconf("SC_CLK_TCK"), pages * os.sysconf("SC_PAGE_SIZE"), count
+
+
 def kill_tree(root: int, include_root: bool = True, only_uid: int | None = None) -> None:
     """Kill ``root``, its process group, and every process descending from it; with
     ``include_root=False`` only its descendants; with ``only_uid``, only processes of that
     user (the pid came from a sandbox, which may not name anything else)."""
     if only_uid is not None and _owner(root) != only_uid:
         return
-    table = _sessions_and_parents()
-    doomed = {root}
-    grew = True
-    while grew:
-        grew = False
-        for pid, (_session, parent) in table.items():
-            if parent in doomed and pid not in doomed:
-                doomed.add(pid)
-                grew = True
+    doomed = descendants({root})
     if include_root and only_uid is None:
         killpg(root)
     elif not include_root:

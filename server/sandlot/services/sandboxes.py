@@ -13,6 +13,7 @@ import re
 from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -32,6 +33,7 @@ from sandlot.runtime.base import (
     Limits,
     SandboxRuntime,
     SandboxSpec,
+    Usage,
 )
 from sandlot.services.accounts import Principal
 from sandlot.services.quotas import check_quota
@@ -44,6 +46,7 @@ from sandlot.store.types import utcnow
 __all__ = ["NewSandbox", "SandboxQuery", "SandboxService"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 S = SandboxStatus
 IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$")
@@ -289,13 +292,18 @@ class SandboxService:
             raise Conflict(f"sandbox {sandbox_id} is {row.status}", status=row.status)
         return row
 
-    async def _broken(self, row: Sandbox, exc: SandboxStateError) -> None:
-        """A sandbox whose container failed is shut down so it is never handed out again."""
-        log.warning("sandbox %s is broken (%s); shutting it down", row.id, exc)
+    async def _broken_on_failure(self, row: Sandbox, work: Awaitable[T]) -> T:
+        """Await ``work`` on the sandbox; a sandbox whose container failed is shut down so it
+        is never handed out again."""
         try:
-            await self.shutdown(row.id, f"broken: {exc}"[:500])
-        except Exception:  # the original error matters more to the caller
-            log.exception("could not shut down broken sandbox %s", row.id)
+            return await work
+        except SandboxStateError as exc:
+            log.warning("sandbox %s is broken (%s); shutting it down", row.id, exc)
+            try:
+                await self.shutdown(row.id, f"broken: {exc}"[:500])
+            except Exception:  # the original error matters more to the caller
+                log.exception("could not shut down broken sandbox %s", row.id)
+            raise
 
     async def exec(self, principal: Principal, sandbox_id: str, request: ExecRequest) -> ExecResult:
         row = await self.usable(principal, sandbox_id)
@@ -305,14 +313,10 @@ class SandboxService:
         assert row.runtime_ref is not None
         cwd = resolve_cwd(row.workspace, request.cwd)
         request = dataclasses.replace(request, env=traced_env(request.env), cwd=cwd)
-        try:
-            with span("sandbox.exec", tenant=row.tenant_id, sandbox=row.id, image=row.image):
-                result = await self.runtime.exec(row.runtime_ref, request)
-            self.metrics.command.labels("exec").observe(result.duration_ms / 1000)
-            return result
-        except SandboxStateError as exc:
-            await self._broken(row, exc)
-            raise
+        with span("sandbox.exec", tenant=row.tenant_id, sandbox=row.id, image=row.image):
+            result = await self._broken_on_failure(row, self.runtime.exec(row.runtime_ref, request))
+        self.metrics.command.labels("exec").observe(result.duration_ms / 1000)
+        return result
 
     async def write_file(
         self,
@@ -326,21 +330,20 @@ class SandboxService:
         and its size."""
         row = await self.usable(principal, sandbox_id)
         target = resolve_workspace_path(row.workspace, path)
-        try:
-            written = await self.transfers.write_file(row, target, chunks, size)
-        except SandboxStateError as exc:
-            await self._broken(row, exc)
-            raise
+        written = await self._broken_on_failure(row, self.transfers.write_file(row, target, chunks, size))
         return target, written
 
     async def read_file(self, principal: Principal, sandbox_id: str, path: str) -> FileStream:
         row = await self.usable(principal, sandbox_id)
         target = resolve_workspace_path(row.workspace, path)
-        try:
-            return await self.transfers.read_file(row, target)
-        except SandboxStateError as exc:
-            await self._broken(row, exc)
-            raise
+        return await self._broken_on_failure(row, self.transfers.read_file(row, target))
+
+    async def usage(self, principal: Principal, sandbox_id: str) -> Usage:
+        """CPU and memory the sandbox uses now, as the host measures them (about a second)."""
+        row = await self.get(principal, sandbox_id)
+        if row.status == S.OFFLINE.value or row.runtime_ref is None:
+            raise Conflict(f"sandbox {sandbox_id} is {row.status}", status=row.status)
+        return await self.runtime.usage(row.runtime_ref)
 
     # -- delete -----------------------------------------------------------------------------
 

@@ -258,3 +258,29 @@ async def test_sandboxes_are_listed_by_label_and_gone_after_remove(runtime: Sand
     assert ref not in {o.ref for o in await runtime.list_owned(RUNTIME_INSTANCE)}
     assert not await runtime.is_running(ref)
     await runtime.remove(ref)  # removing twice is fine
+
+
+async def test_usage_sees_a_spinner_and_the_memory_it_holds(runtime: SandboxRuntime, ref: str) -> None:
+    idle = await runtime.usage(ref)
+    assert idle.memory_limit == 512 << 20
+    # one process spins; tail holds a 40 MB line (no newline yet) until its input ends
+    hog = await runtime.open_process(
+        ref,
+        [
+            "/bin/sh",
+            "-c",
+            "(while :; do :; done) & (head -c 40000000 /dev/zero; sleep 60) | tail & sleep 2; echo held; wait",
+        ],
+    )
+    try:
+        seen = b""
+        while b"held" not in seen:
+            got = await asyncio.wait_for(hog.read(), 30)
+            assert got is not None, seen
+            seen += got[1]
+        busy = await runtime.usage(ref)
+        assert busy.cpu_percent > 10, busy
+        assert busy.memory_bytes > idle.memory_bytes + (30 << 20), (idle, busy)
+        assert busy.processes >= idle.processes + 2, (idle, busy)
+    finally:
+        await hog.close()

@@ -33,6 +33,10 @@ class SandboxQuery:
     offset: int = 0
     image: str | None = None
     by_last_event: bool = False
+    tenant: str | None = None  # a tenant id (an operator's filter; a tenant's scope is its own)
+    environment: str | None = None  # an environment id
+    created_after: datetime | None = None
+    created_before: datetime | None = None
 
 
 class SandboxRepository:
@@ -79,14 +83,24 @@ class SandboxRepository:
         offset: int = 0,
         image: str | None = None,
         by_last_event: bool = False,
+        tenant: str | None = None,
+        environment: str | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
     ) -> Sequence[Sandbox]:
         """Newest first (``by_last_event``: the most recently changed first)."""
         order = col(Sandbox.updated_at if by_last_event else Sandbox.created_at).desc()
         query = self._scoped().order_by(order, Sandbox.id)
         if statuses:
             query = query.where(col(Sandbox.status).in_(statuses))
-        if image:
-            query = query.where(col(Sandbox.image) == image)
+        matches = ((Sandbox.image, image), (Sandbox.tenant_id, tenant), (Sandbox.environment_id, environment))
+        for column, value in matches:
+            if value:
+                query = query.where(col(column) == value)
+        if created_after is not None:
+            query = query.where(col(Sandbox.created_at) >= created_after)
+        if created_before is not None:
+            query = query.where(col(Sandbox.created_at) < created_before)
         return (await self.session.scalars(query.limit(limit).offset(offset))).all()
 
     async def by_status(self) -> dict[str, int]:
