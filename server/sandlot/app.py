@@ -16,11 +16,12 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from sandlot import __version__
 from sandlot.api.assets import AssetController
+from sandlot.api.audit import AuditController
 from sandlot.api.deps import provide_principal, provide_services
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
-from sandlot.api.middleware import RefuseNul, RequestTracing
+from sandlot.api.middleware import Accountable, RefuseNul, RequestTracing
 from sandlot.api.processes import ProcessController
 from sandlot.api.pty import PtyController
 from sandlot.api.sandboxes import SandboxController, SandboxFilesController
@@ -109,6 +110,7 @@ def _routers(settings: Settings) -> list[Router]:
             HealthController,
             TenantController,
             KeyController,
+            AuditController,
         ],
         request_max_body_size=settings.max_request_bytes,
         opt=_NO_CSRF,
@@ -117,7 +119,7 @@ def _routers(settings: Settings) -> list[Router]:
 
 
 def _middleware(provider: TracerProvider | None) -> list[Any]:
-    middleware: list[Any] = [RefuseNul]
+    middleware: list[Any] = [RefuseNul, Accountable]
     if provider is not None:
         # request spans, continuing a client's traceparent; probes and scrapes are not traced
         middleware.append(

@@ -27,6 +27,7 @@ from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import AccountService
 from sandlot.services.activities import ActivityRecorder
 from sandlot.services.assets import AssetService
+from sandlot.services.audit import AuditService, RateLimiter
 from sandlot.services.charts import ChartService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
@@ -161,6 +162,8 @@ async def _services(
         tenants=TenantService(accounts, reads),
         overview=OverviewService(reads, environments, pools, health),
         charts=ChartService(reads),
+        limits=RateLimiter(reads, settings.rate_limit_per_second, settings.rate_limit_burst),
+        audit=AuditService(sessions, reads),
     )
     return services, recorder, shells
 

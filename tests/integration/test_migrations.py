@@ -29,6 +29,8 @@ TABLES = {
     "processes",
     "snapshots",
     "assets",
+    "audit_events",
+    "rate_buckets",
 }
 
 

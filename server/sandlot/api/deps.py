@@ -9,9 +9,12 @@ from typing import Annotated, Any
 from litestar.datastructures import Headers, State
 from litestar.di import NamedDependency
 from litestar.params import QueryParameter
+from litestar.types import Scope
 
+from sandlot.domain.errors import RateLimited
 from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.assets import AssetService
+from sandlot.services.audit import AuditService, RateLimiter
 from sandlot.services.charts import ChartService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
@@ -26,6 +29,8 @@ from sandlot.services.terminals import TerminalService
 from sandlot.settings import Settings
 
 __all__ = [
+    "ALLOWANCE",
+    "CALLER",
     "Body",
     "Limit",
     "Offset",
@@ -33,6 +38,7 @@ __all__ = [
     "Services",
     "ServicesDep",
     "StatusFilter",
+    "admit",
     "body_chunks",
     "provide_principal",
     "provide_services",
@@ -57,6 +63,8 @@ class Services:
     tenants: TenantService
     overview: OverviewService
     charts: ChartService
+    limits: RateLimiter
+    audit: AuditService
 
 
 def provide_services(state: State) -> Services:
@@ -64,9 +72,29 @@ def provide_services(state: State) -> Services:
     return services
 
 
-async def provide_principal(headers: Headers, services: NamedDependency[Services]) -> Principal:
+#: Where a request's caller and rate allowance are kept in its ASGI scope's state (for the
+#: ``Accountable`` middleware: the audit trail and the ``RateLimit-*`` headers).
+CALLER = "sandlot.caller"
+ALLOWANCE = "sandlot.allowance"
+
+
+async def admit(services: Services, principal: Principal, scope: Scope) -> Principal:
+    """Count the caller's request against its key's rate limit (429 beyond) and note who it is
+    for the audit trail."""
+    state = scope.setdefault("state", {})
+    state[CALLER] = principal
+    try:
+        state[ALLOWANCE] = await services.limits.admit(principal)
+    except RateLimited as exc:
+        state[ALLOWANCE] = exc.allowance
+        raise
+    return principal
+
+
+async def provide_principal(headers: Headers, services: NamedDependency[Services], scope: Scope) -> Principal:
     """The caller, from the ``Authorization`` header (HTTP requests and WebSockets alike)."""
-    return await services.accounts.authenticate(headers.get("authorization"))
+    principal = await services.accounts.authenticate(headers.get("authorization"))
+    return await admit(services, principal, scope)
 
 
 #: Annotations for controller parameters that receive the dependencies above.

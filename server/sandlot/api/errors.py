@@ -13,7 +13,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
-from sandlot.domain.errors import NoCapacity, SandlotError
+from sandlot.domain.errors import NoCapacity, RateLimited, SandlotError
 
 __all__ = ["STATUS_BY_CODE", "exception_handlers", "problem"]
 
@@ -28,6 +28,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "conflict": 409,
     "illegal_transition": 409,
     "quota_exceeded": 429,
+    "rate_limited": 429,
     "payload_too_large": 413,
     "disk_full": 507,
     "not_authenticated": 401,
@@ -71,7 +72,7 @@ def problem(
 def _sandlot_error(_: Request[Any, Any, Any], exc: SandlotError) -> Response[dict[str, Any]]:
     status = STATUS_BY_CODE.get(exc.code, 500)
     headers = None
-    if isinstance(exc, NoCapacity):
+    if isinstance(exc, NoCapacity | RateLimited):
         headers = {"Retry-After": str(exc.retry_after)}
     extra = {
         (f"resource_{k}" if k in _RESERVED else k): v

@@ -4,6 +4,8 @@
 nothing here, and PostgreSQL refuses it in any text value, so it is answered with a 422 before
 the handler (a WebSocket is closed with 1008). :class:`RequestTracing` binds the app's tracer and
 names the request span by the route template, which only exists after routing.
+:class:`Accountable` puts a key's rate allowance in ``RateLimit-*`` headers and records every
+state-changing request a key makes in the audit trail.
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ from urllib.parse import unquote_to_bytes
 from litestar.types import ASGIApp, HTTPResponseBodyEvent, HTTPResponseStartEvent, Receive, Scope, Send
 from opentelemetry.trace import Tracer
 
-from sandlot.observability.tracing import bind_tracer, name_request_span, unbind_tracer
+from sandlot.api.deps import ALLOWANCE, CALLER
+from sandlot.observability.tracing import bind_tracer, name_request_span, route_of, unbind_tracer
+from sandlot.services.accounts import Principal
+from sandlot.store.tables import AuditEvent
 
-__all__ = ["RefuseNul", "RequestTracing"]
+__all__ = ["Accountable", "RefuseNul", "RequestTracing"]
+
+_CHANGES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_KEPT = 8192  # bytes of a response read back for the new object's id or the error code
 
 
 def _has_nul(scope: Scope) -> str | None:
@@ -78,3 +86,63 @@ class RequestTracing:
             await self.app(scope, receive, send)
         finally:
             unbind_tracer(token)
+
+
+class Accountable:
+    """Adds the ``RateLimit-*`` headers of the caller's key to the response, and once it is
+    answered records a state-changing request in the audit trail: who (tenant, key), what
+    (method and route), on what (the path's ids, or the id of what it created) and how it ended
+    (status and error code). Requests no key made (refused sign-ins, health checks) are not
+    recorded."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        seen: dict[str, Any] = {"status": 500, "body": b""}
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                allowance = scope.get("state", {}).get(ALLOWANCE)
+                if allowance is not None:
+                    extra = [(k.lower().encode(), v.encode()) for k, v in allowance.headers().items()]
+                    message = {**message, "headers": [*message.get("headers", []), *extra]}
+            elif message["type"] == "http.response.body" and len(seen["body"]) < _KEPT:
+                seen["body"] += message.get("body", b"")[:_KEPT]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            caller = scope.get("state", {}).get(CALLER)
+            if caller is not None and scope.get("method") in _CHANGES:
+                await _record(scope, caller, seen["status"], seen["body"])
+
+
+async def _record(scope: Scope, caller: Principal, status: int, body: bytes) -> None:
+    answer: dict[str, Any] = {}
+    try:
+        parsed = json.loads(body) if body[:1] == b"{" else {}
+        answer = parsed if isinstance(parsed, dict) else {}
+    except ValueError:
+        pass  # not JSON, or longer than what was kept
+    target = ",".join(str(v) for v in (scope.get("path_params") or {}).values())
+    if status == 201 and isinstance(answer.get("id"), str):
+        target = f"{target},{answer['id']}" if target else answer["id"]
+    route = route_of(scope) or scope.get("path", "")
+    client = scope.get("client") or ("",)
+    event = AuditEvent(
+        tenant_id=caller.tenant_id,
+        key_id=caller.key_id,
+        operator=caller.is_operator,
+        action=f"{scope.get('method')} {route}"[:200],
+        target=target[:300],
+        status=status,
+        outcome="ok" if status < 400 else str(answer.get("code") or status)[:40],
+        client=str(client[0])[:64],
+    )
+    await scope["app"].state.services.audit.record(event)

@@ -17,7 +17,7 @@ from litestar.params import Body
 from litestar.response import Redirect, Template
 from pydantic import BaseModel, Field
 
-from sandlot.api.deps import ServicesDep
+from sandlot.api.deps import ServicesDep, admit
 from sandlot.domain.errors import NotAuthenticated
 from sandlot.services.accounts import Principal
 
@@ -34,7 +34,8 @@ async def signed_in(request: Request[Any, Any, Any], services: ServicesDep) -> P
     token = request.cookies.get(SESSION_COOKIE)
     if not token:
         raise NotAuthenticated("sign in first")
-    return await services.accounts.authenticate_token(token, AUDIENCE)
+    principal = await services.accounts.authenticate_token(token, AUDIENCE)
+    return await admit(services, principal, request.scope)
 
 
 def to_sign_in(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

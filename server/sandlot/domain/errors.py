@@ -19,6 +19,7 @@ __all__ = [
     "PathOutsideWorkspace",
     "PayloadTooLarge",
     "QuotaExceeded",
+    "RateLimited",
     "RuntimeUnavailable",
     "SandboxStateError",
     "SandlotError",
@@ -105,6 +106,18 @@ class NoCapacity(SandlotError):
     def __init__(self, message: str, retry_after: int = 1, **extra: object) -> None:
         super().__init__(message, **extra)
         self.retry_after = retry_after
+
+
+class RateLimited(SandlotError):
+    """The key made more requests than its rate allows; retry after ``retry_after`` seconds."""
+
+    code = "rate_limited"
+    retryable = True
+
+    def __init__(self, message: str, retry_after: int = 1, allowance: object = None, **extra: object) -> None:
+        super().__init__(message, **extra)
+        self.retry_after = retry_after
+        self.allowance = allowance
 
 
 class DiskFull(SandlotError, OSError):

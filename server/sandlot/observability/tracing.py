@@ -44,6 +44,7 @@ __all__ = [
     "current_traceparent",
     "name_request_span",
     "request_span_start",
+    "route_of",
     "span",
     "traced",
     "traced_env",
@@ -147,14 +148,20 @@ def request_span_start(scope: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     return str(scope.get("method") or scope.get("type", "")).strip(), {}
 
 
+def route_of(scope: Mapping[str, Any]) -> str | None:
+    """The route template of a routed request, without parameter types:
+    ``/v1/sessions/{session_id}`` (None before routing)."""
+    template = scope.get("path_template")
+    return _PARAM_TYPE.sub(r"{\1}", str(template)) if template else None
+
+
 def name_request_span(scope: Mapping[str, Any]) -> None:
     """Once routed, name the current request span by its route template and set
     ``http.route``: ``POST /v1/sessions/{session_id}/features/{feature}/{activity}``."""
     current = trace.get_current_span()
-    template = scope.get("path_template")
-    if not template or not current.is_recording():
+    route = route_of(scope)
+    if not route or not current.is_recording():
         return
-    route = _PARAM_TYPE.sub(r"{\1}", str(template))
     method = str(scope.get("method", "")).strip()
     current.update_name(f"{method} {route}" if method else route)
     current.set_attribute("http.route", route)

@@ -228,3 +228,31 @@ class Asset(SQLModel, table=True):
     size_bytes: int = 0
     sha256: str = Field(default="", max_length=64)
     created_at: datetime = _ts()
+
+
+class AuditEvent(SQLModel, table=True):
+    """One state-changing request by a key: who, what, on what, and how it ended."""
+
+    __tablename__ = "audit_events"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _ts(index=True)
+    tenant_id: str = Field(index=True, max_length=32)  # the caller's tenant
+    key_id: str = Field(max_length=32)
+    operator: bool = False
+    action: str = Field(max_length=200)  # method and route template, e.g. "DELETE /v1/sandboxes/{sandbox_id}"
+    target: str = Field(default="", max_length=300)  # the object acted on (path ids, or the new id)
+    status: int  # the HTTP status answered
+    outcome: str = Field(max_length=40)  # "ok", or the error code
+    client: str = Field(default="", max_length=64)  # the peer address
+
+
+class RateBucket(SQLModel, table=True):
+    """A key's token bucket, shared by every API process: ``tokens`` as of ``stamp`` (Unix time)."""
+
+    __tablename__ = "rate_buckets"
+
+    key_id: str = Field(primary_key=True, max_length=32)
+    tokens: float
+    stamp: float
+    allowed: bool = True  # whether the last request was let through

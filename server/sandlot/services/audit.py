@@ -1,0 +1,100 @@
+"""Accountability for every key: a rate limit per key (a token bucket in the store, so every API
+process draws from the same one) and an audit trail of the state changes keys make."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from sandlot.domain.errors import RateLimited
+from sandlot.domain.keys import Scope
+from sandlot.services.accounts import Principal
+from sandlot.store.repositories import AuditRepository, take_token
+from sandlot.store.tables import AuditEvent
+
+__all__ = ["Allowance", "AuditService", "RateLimiter"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Allowance:
+    """Where a key's bucket stands after a request: what the ``RateLimit-*`` headers say."""
+
+    limit: int
+    remaining: int
+    reset: int  # seconds until the bucket is full again
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset),
+        }
+
+
+class RateLimiter:
+    """``rate`` requests a second per key on average, ``burst`` at once (``rate`` 0: no limit)."""
+
+    def __init__(self, writes: async_sessionmaker[AsyncSession], rate: float, burst: int) -> None:
+        self._writes = writes
+        self.rate = rate
+        self.burst = burst
+
+    async def admit(self, principal: Principal) -> Allowance | None:
+        """Take a token for the key's request, or raise :class:`RateLimited` with how long to
+        wait. None when there is no limit."""
+        if self.rate <= 0:
+            return None
+        async with self._writes() as session:
+            allowed, tokens = await take_token(session, principal.key_id, time.time(), self.rate, self.burst)
+        reset = math.ceil((self.burst - tokens) / self.rate)
+        allowance = Allowance(self.burst, max(math.floor(tokens), 0), reset)
+        if not allowed:
+            wait = max(math.ceil((1 - tokens) / self.rate), 1)
+            raise RateLimited(
+                f"this key made more than {self.burst} requests at once or {self.rate:g} a second; "
+                f"retry in {wait} s",
+                retry_after=wait,
+                allowance=allowance,
+            )
+        return allowance
+
+
+class AuditService:
+    """The trail of state changes: recorded for every key; operators list every tenant's, a
+    tenant's key lists its own tenant's."""
+
+    def __init__(
+        self, writes: async_sessionmaker[AsyncSession], reads: async_sessionmaker[AsyncSession]
+    ) -> None:
+        self._writes = writes
+        self._reads = reads
+
+    async def record(self, event: AuditEvent) -> None:
+        """Keep one event; a store that fails is logged, never the caller's problem (the
+        request it describes is already answered)."""
+        try:
+            async with self._writes.begin() as session:
+                await AuditRepository(session, None).add(event)
+        except Exception:
+            log.exception("could not record audit event %s %s", event.action, event.target)
+
+    async def list(
+        self,
+        principal: Principal,
+        *,
+        tenant: str | None = None,
+        key_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Sequence[AuditEvent]:
+        principal.require(Scope.SANDBOXES_READ)
+        scope = (tenant or None) if principal.is_operator else principal.tenant_id
+        async with self._reads() as session:
+            return await AuditRepository(session, scope).list(limit=limit, offset=offset, key_id=key_id)
