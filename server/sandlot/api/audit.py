@@ -10,6 +10,7 @@ from litestar import Controller, get
 from litestar.params import QueryParameter
 
 from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep
+from sandlot.api.problems import problems
 from sandlot.api.schemas import Out
 
 __all__ = ["AuditController", "AuditOut"]
@@ -36,7 +37,7 @@ class AuditController(Controller):
     path = "/v1/audit"
     tags = ["audit"]
 
-    @get("/", summary="List the audit trail (newest first)")
+    @get("/", summary="List the audit trail (newest first)", responses=problems())
     async def list_events(
         self,
         services: ServicesDep,

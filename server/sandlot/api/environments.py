@@ -8,6 +8,7 @@ from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.problems import problems
 from sandlot.api.schemas import EnvironmentCreate, EnvironmentOut, EnvironmentUpdate
 
 __all__ = ["EnvironmentController"]
@@ -17,7 +18,7 @@ class EnvironmentController(Controller):
     path = "/v1/environments"
     tags = ["environments"]
 
-    @post("/", status_code=201, summary="Create an environment")
+    @post("/", status_code=201, summary="Create an environment", responses=problems(404, 409, 413))
     async def create(
         self, data: JSONBody[EnvironmentCreate], services: ServicesDep, principal: PrincipalDep
     ) -> EnvironmentOut:
@@ -25,17 +26,21 @@ class EnvironmentController(Controller):
         env = await services.environments.create(principal, data.name, fields)
         return EnvironmentOut.of(env)
 
-    @get("/", summary="List environments")
+    @get("/", summary="List environments", responses=problems())
     async def list_environments(self, services: ServicesDep, principal: PrincipalDep) -> list[EnvironmentOut]:
         return [EnvironmentOut.of(e) for e in await services.environments.list(principal)]
 
-    @get("/{environment:str}", summary="Get an environment (by id or name)")
+    @get("/{environment:str}", summary="Get an environment (by id or name)", responses=problems(404))
     async def get_environment(
         self, environment: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> EnvironmentOut:
         return EnvironmentOut.of(await services.environments.get(principal, environment))
 
-    @patch("/{environment:str}", summary="Change some fields of an environment")
+    @patch(
+        "/{environment:str}",
+        summary="Change some fields of an environment",
+        responses=problems(404, 409, 413),
+    )
     async def update(
         self,
         environment: FromPath[str],
@@ -46,13 +51,15 @@ class EnvironmentController(Controller):
         fields = data.model_dump(exclude_unset=True)
         return EnvironmentOut.of(await services.environments.update(principal, environment, fields))
 
-    @delete("/{environment:str}", summary="Delete an environment and drain its pool")
+    @delete(
+        "/{environment:str}", summary="Delete an environment and drain its pool", responses=problems(404, 409)
+    )
     async def delete_environment(
         self, environment: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> None:
         env = await services.environments.delete(principal, environment)
         await services.pools.drain(env)
 
-    @get("/-/features", summary="Features this service offers, with their activities")
+    @get("/-/features", summary="Features this service offers, with their activities", responses=problems())
     async def features(self, services: ServicesDep, principal: PrincipalDep) -> list[dict[str, Any]]:
         return services.environments.features.describe()

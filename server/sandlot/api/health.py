@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Response, get
+from litestar.openapi.datastructures import ResponseSpec
 
 from sandlot.api.deps import ServicesDep
+from sandlot.api.problems import problems
 from sandlot.domain.errors import NotFound
 
 __all__ = ["HealthController"]
@@ -25,6 +27,7 @@ class HealthController(Controller):
         "/metrics",
         summary="Prometheus metrics (no tenant data in them)",
         media_type=_PROMETHEUS,
+        responses=problems(404, base=()),
     )
     async def metrics(self, services: ServicesDep) -> Response[bytes]:
         if not services.settings.metrics_enabled:
@@ -33,7 +36,11 @@ class HealthController(Controller):
             await services.health.metrics(), media_type="text/plain; version=0.0.4; charset=utf-8"
         )
 
-    @get("/readyz", summary="The database and the runtime answer")
+    @get(
+        "/readyz",
+        summary="The database and the runtime answer",
+        responses={503: ResponseSpec(dict[str, Any], description="Not ready: the checks say which part")},
+    )
     async def readyz(self, services: ServicesDep) -> Response[dict[str, Any]]:
         checks = await services.health.checks()
         ready = all(v == "ok" for v in checks.values())

@@ -9,6 +9,7 @@ from litestar import Controller, Response, WebSocket, get, post, websocket
 from litestar.params import FromPath, JSONBody, QueryParameter
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.problems import problems
 from sandlot.api.schemas import ProcessOut, ProcessStart
 from sandlot.api.ws import first_to_finish, until_disconnected
 from sandlot.domain.errors import SandlotError
@@ -23,7 +24,12 @@ class ProcessController(Controller):
     path = "/v1/sessions/{session_id:str}/processes"
     tags = ["processes"]
 
-    @post("/", status_code=201, summary="Start a command detached")
+    @post(
+        "/",
+        status_code=201,
+        summary="Start a command detached",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
     async def start(
         self,
         session_id: FromPath[str],
@@ -34,13 +40,17 @@ class ProcessController(Controller):
         row = await services.processes.start(principal, session_id, data.command, env=data.env, cwd=data.cwd)
         return ProcessOut.of(row)
 
-    @get("/", summary="List the session's processes")
+    @get("/", summary="List the session's processes", responses=problems(404))
     async def list_processes(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> list[ProcessOut]:
         return [ProcessOut.of(r) for r in await services.processes.list(principal, session_id)]
 
-    @get("/{process_id:str}", summary="A process's status, exit code, duration, CPU time and peak memory")
+    @get(
+        "/{process_id:str}",
+        summary="A process's status, exit code, duration, CPU time and peak memory",
+        responses=problems(404),
+    )
     async def get_process(
         self,
         session_id: FromPath[str],
@@ -50,7 +60,12 @@ class ProcessController(Controller):
     ) -> ProcessOut:
         return ProcessOut.of(await services.processes.get(principal, session_id, process_id))
 
-    @post("/{process_id:str}/kill", status_code=200, summary="Kill the process and everything it started")
+    @post(
+        "/{process_id:str}/kill",
+        status_code=200,
+        summary="Kill the process and everything it started",
+        responses=problems(404, 409, 502, 503),
+    )
     async def kill(
         self,
         session_id: FromPath[str],
@@ -67,6 +82,7 @@ class ProcessController(Controller):
         "bytes start), `Sandlot-Next-Offset` (ask from there next), `Sandlot-Complete` (true once "
         "the process ended and nothing is left after these bytes).",
         media_type="application/octet-stream",
+        responses=problems(404, 409, 502, 503),
     )
     async def output(
         self,

@@ -26,6 +26,7 @@ from litestar.params import FromPath, QueryParameter
 from pydantic import BaseModel
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.problems import problems
 from sandlot.api.ws import first_to_finish
 from sandlot.domain.errors import SandlotError
 from sandlot.runtime.base import PtyStream
@@ -115,7 +116,10 @@ class PtyController(Controller):
     tags = ["terminals"]
 
     @post(
-        "/v1/sessions/{session_id:str}/pty/token", status_code=201, summary="A one-minute token for the PTY"
+        "/v1/sessions/{session_id:str}/pty/token",
+        status_code=201,
+        summary="A one-minute token for the PTY",
+        responses=problems(404, 409),
     )
     async def session_token(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
@@ -140,7 +144,10 @@ class PtyController(Controller):
         await _serve(socket, terminals, ref, cols, rows)
 
     @post(
-        "/v1/sandboxes/{sandbox_id:str}/pty/token", status_code=201, summary="A one-minute token for the PTY"
+        "/v1/sandboxes/{sandbox_id:str}/pty/token",
+        status_code=201,
+        summary="A one-minute token for the PTY",
+        responses=problems(404, 409),
     )
     async def sandbox_token(
         self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep

@@ -9,6 +9,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from sandlot.api.deps import Limit, Offset, PrincipalDep, ServicesDep, StatusFilter, body_chunks
+from sandlot.api.problems import problems
 from sandlot.api.schemas import (
     ExecIn,
     ExecOut,
@@ -30,14 +31,14 @@ class SandboxController(Controller):
     path = "/v1/sandboxes"
     tags = ["sandboxes"]
 
-    @post("/", status_code=201, summary="Create a sandbox")
+    @post("/", status_code=201, summary="Create a sandbox", responses=problems(404, 409, 413, 503))
     async def create(
         self, data: JSONBody[SandboxCreate], services: ServicesDep, principal: PrincipalDep
     ) -> SandboxOut:
         row = await services.sandboxes.create(principal, NewSandbox(**data.model_dump()))
         return SandboxOut.of(row)
 
-    @get("/", summary="List sandboxes")
+    @get("/", summary="List sandboxes", responses=problems())
     async def list_sandboxes(
         self,
         services: ServicesDep,
@@ -50,25 +51,34 @@ class SandboxController(Controller):
         rows = await services.sandboxes.list(principal, query)
         return [SandboxOut.of(r) for r in rows]
 
-    @get("/{sandbox_id:str}", summary="Get a sandbox")
+    @get("/{sandbox_id:str}", summary="Get a sandbox", responses=problems(404))
     async def get_sandbox(
         self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> SandboxOut:
         return SandboxOut.of(await services.sandboxes.get(principal, sandbox_id))
 
-    @get("/{sandbox_id:str}/events", summary="Status history of a sandbox")
+    @get("/{sandbox_id:str}/events", summary="Status history of a sandbox", responses=problems(404))
     async def events(
         self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> list[SandboxEventOut]:
         return [SandboxEventOut.of(e) for e in await services.sandboxes.events(principal, sandbox_id)]
 
-    @delete("/{sandbox_id:str}", summary="Delete a sandbox and its container")
+    @delete(
+        "/{sandbox_id:str}",
+        summary="Delete a sandbox and its container",
+        responses=problems(404, 409, 502, 503),
+    )
     async def delete_sandbox(
         self, sandbox_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> None:
         await services.sandboxes.delete(principal, sandbox_id)
 
-    @post("/{sandbox_id:str}/exec", status_code=200, summary="Run a command to completion")
+    @post(
+        "/{sandbox_id:str}/exec",
+        status_code=200,
+        summary="Run a command to completion",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
     async def exec_command(
         self,
         sandbox_id: FromPath[str],
@@ -93,7 +103,11 @@ class SandboxFilesController(Controller):
     path = "/v1/sandboxes/{sandbox_id:str}/files"
     tags = ["files"]
 
-    @put("/", summary="Write a file (raw body) at ?path= in the workspace")
+    @put(
+        "/",
+        summary="Write a file (raw body) at ?path= in the workspace",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
     async def write_file(
         self,
         sandbox_id: FromPath[str],
@@ -111,6 +125,7 @@ class SandboxFilesController(Controller):
         "/",
         summary="Read the file at ?path= in the workspace",
         media_type="application/octet-stream",
+        responses=problems(404, 409, 413, 502, 503, 507),
     )
     async def read_file(
         self, sandbox_id: FromPath[str], path: PathQuery, services: ServicesDep, principal: PrincipalDep

@@ -9,6 +9,7 @@ from litestar.params import FromPath, JSONBody
 from litestar.response import Stream
 
 from sandlot.api.deps import Body, Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
+from sandlot.api.problems import problems
 from sandlot.api.schemas import (
     ActivityOut,
     ResumeOut,
@@ -26,7 +27,12 @@ class SessionController(Controller):
     path = "/v1/sessions"
     tags = ["sessions"]
 
-    @post("/", status_code=201, summary="Start a session on a sandbox from an environment")
+    @post(
+        "/",
+        status_code=201,
+        summary="Start a session on a sandbox from an environment",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
     async def start(
         self, data: JSONBody[SessionCreate], services: ServicesDep, principal: PrincipalDep
     ) -> SessionOut:
@@ -43,7 +49,7 @@ class SessionController(Controller):
         )
         return SessionOut.started(row, warm)
 
-    @get("/", summary="List sessions")
+    @get("/", summary="List sessions", responses=problems())
     async def list_sessions(
         self,
         services: ServicesDep,
@@ -55,13 +61,17 @@ class SessionController(Controller):
         rows = await services.sessions.list(principal, statuses=status, limit=limit, offset=offset)
         return [SessionOut.of(r) for r in rows]
 
-    @get("/{session_id:str}", summary="Get a session")
+    @get("/{session_id:str}", summary="Get a session", responses=problems(404))
     async def get_session(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> SessionOut:
         return SessionOut.of(await services.sessions.get(principal, session_id))
 
-    @delete("/{session_id:str}", summary="End a session (its sandbox returns to the pool)")
+    @delete(
+        "/{session_id:str}",
+        summary="End a session (its sandbox returns to the pool)",
+        responses=problems(404, 409, 502, 503),
+    )
     async def end(self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
         await services.sessions.end(principal, session_id)
 
@@ -69,6 +79,7 @@ class SessionController(Controller):
         "/{session_id:str}/features/{feature:str}/{activity:str}",
         status_code=200,
         summary="Call a feature activity with JSON arguments",
+        responses=problems(404, 409, 413, 502, 503, 507),
     )
     async def call(
         self,
@@ -81,7 +92,7 @@ class SessionController(Controller):
     ) -> Any:
         return await services.sessions.call(principal, session_id, feature, activity, data)
 
-    @get("/{session_id:str}/activities", summary="Activity records of a session")
+    @get("/{session_id:str}/activities", summary="Activity records of a session", responses=problems(404))
     async def activities(
         self,
         session_id: FromPath[str],
@@ -93,13 +104,22 @@ class SessionController(Controller):
         rows = await services.sessions.activities(principal, session_id, limit=limit, offset=offset)
         return [ActivityOut.of(r) for r in rows]
 
-    @post("/{session_id:str}/checkpoints", status_code=201, summary="Snapshot the workspace now")
+    @post(
+        "/{session_id:str}/checkpoints",
+        status_code=201,
+        summary="Snapshot the workspace now",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
     async def checkpoint(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> SnapshotOut:
         return SnapshotOut.of(await services.sessions.checkpoint(principal, session_id))
 
-    @get("/{session_id:str}/checkpoints", summary="The session's snapshots, oldest first, with diffs")
+    @get(
+        "/{session_id:str}/checkpoints",
+        summary="The session's snapshots, oldest first, with diffs",
+        responses=problems(404),
+    )
     async def checkpoints(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> list[SnapshotOut]:
@@ -107,7 +127,12 @@ class SessionController(Controller):
         rows = await services.snapshots.of_session(principal, row.id)
         return [SnapshotOut.of(r) for r in rows]
 
-    @post("/{session_id:str}/suspend", status_code=200, summary="Snapshot, then freeze the sandbox")
+    @post(
+        "/{session_id:str}/suspend",
+        status_code=200,
+        summary="Snapshot, then freeze the sandbox",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
     async def suspend(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> SessionOut:
@@ -117,6 +142,7 @@ class SessionController(Controller):
         "/{session_id:str}/resume",
         status_code=200,
         summary="Reattach to the sandbox, or hydrate a replacement from the last snapshot",
+        responses=problems(404, 409, 413, 502, 503, 507),
     )
     async def resume(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
@@ -135,6 +161,7 @@ class SessionWorkspaceController(Controller):
         "/",
         summary="Download the workspace as it is now (a tar of workspace-relative paths)",
         media_type="application/x-tar",
+        responses=problems(404, 409, 413, 502, 503, 507),
     )
     async def export_workspace(
         self, session_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
@@ -142,7 +169,11 @@ class SessionWorkspaceController(Controller):
         chunks = await services.sessions.export_workspace(principal, session_id)
         return Stream(chunks, media_type="application/x-tar")
 
-    @put("/", summary="Unpack a tar (raw body, any compression) over the workspace")
+    @put(
+        "/",
+        summary="Unpack a tar (raw body, any compression) over the workspace",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
     async def import_workspace(
         self, session_id: FromPath[str], request: Request, services: ServicesDep, principal: PrincipalDep
     ) -> WorkspaceImported:

@@ -8,6 +8,7 @@ from litestar.params import FromPath
 from litestar.response import Stream
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.problems import problems
 from sandlot.api.schemas import SnapshotOut
 
 __all__ = ["SnapshotController"]
@@ -17,7 +18,7 @@ class SnapshotController(Controller):
     path = "/v1/snapshots"
     tags = ["snapshots"]
 
-    @get("/{snapshot_id:str}", summary="A snapshot's metadata and diff")
+    @get("/{snapshot_id:str}", summary="A snapshot's metadata and diff", responses=problems(404))
     async def get_snapshot(
         self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> SnapshotOut:
@@ -27,6 +28,7 @@ class SnapshotController(Controller):
         "/{snapshot_id:str}/archive",
         summary="Download the workspace as a tar",
         media_type="application/x-tar",
+        responses=problems(404),
     )
     async def archive(
         self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep

@@ -11,6 +11,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from pydantic import BaseModel, Field
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.problems import problems
 from sandlot.api.schemas import In, Out
 
 __all__ = [
@@ -78,18 +79,18 @@ class TenantController(Controller):
     path = "/v1/tenants"
     tags = ["tenants"]
 
-    @post("/", status_code=201, summary="Create a tenant (operators)")
+    @post("/", status_code=201, summary="Create a tenant (operators)", responses=problems(409, 413))
     async def create(
         self, data: JSONBody[TenantCreate], services: ServicesDep, principal: PrincipalDep
     ) -> TenantOut:
         tenant = await services.tenants.create_tenant(principal, **data.model_dump(exclude_unset=True))
         return TenantOut.of(tenant)
 
-    @get("/", summary="List tenants (operators; a tenant key sees its own)")
+    @get("/", summary="List tenants (operators; a tenant key sees its own)", responses=problems())
     async def list_tenants(self, services: ServicesDep, principal: PrincipalDep) -> list[TenantOut]:
         return [TenantOut.of(t) for t in await services.tenants.tenants(principal)]
 
-    @get("/{tenant:str}", summary="Get a tenant (by id or name)")
+    @get("/{tenant:str}", summary="Get a tenant (by id or name)", responses=problems(404))
     async def get_tenant(
         self, tenant: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> TenantOut:
@@ -100,7 +101,12 @@ class KeyController(Controller):
     path = "/v1/keys"
     tags = ["keys"]
 
-    @post("/", status_code=201, summary="Create an API key (its secret is shown once)")
+    @post(
+        "/",
+        status_code=201,
+        summary="Create an API key (its secret is shown once)",
+        responses=problems(404, 413),
+    )
     async def create(
         self, data: JSONBody[KeyCreate], services: ServicesDep, principal: PrincipalDep
     ) -> KeyCreated:
@@ -109,14 +115,20 @@ class KeyController(Controller):
         )
         return KeyCreated(key=KeyOut.of(created.key), secret=created.plaintext)
 
-    @get("/", summary="List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)")
+    @get(
+        "/",
+        summary="List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)",
+        responses=problems(404),
+    )
     async def list_keys(
         self, services: ServicesDep, principal: PrincipalDep, tenant: TenantFilter = None
     ) -> list[KeyOut]:
         return [KeyOut.of(k) for k in await services.tenants.keys(principal, tenant)]
 
     @delete(
-        "/{key_id:str}", summary="Revoke an API key (it stops working at once here, within seconds elsewhere)"
+        "/{key_id:str}",
+        summary="Revoke an API key (it stops working at once here, within seconds elsewhere)",
+        responses=problems(404),
     )
     async def revoke(self, key_id: FromPath[str], services: ServicesDep, principal: PrincipalDep) -> None:
         await services.tenants.revoke_key(principal, key_id)

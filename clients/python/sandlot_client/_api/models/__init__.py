@@ -3,6 +3,7 @@
 from .activity_out import ActivityOut
 from .asset_out import AssetOut
 from .asset_ref import AssetRef
+from .audit_out import AuditOut
 from .environment_create import EnvironmentCreate
 from .environment_create_env import EnvironmentCreateEnv
 from .environment_create_features import EnvironmentCreateFeatures
@@ -36,11 +37,13 @@ from .key_created import KeyCreated
 from .key_out import KeyOut
 from .manifest_entry import ManifestEntry
 from .manifest_entry_encoding import ManifestEntryEncoding
+from .problem import Problem
 from .process_out import ProcessOut
 from .process_start import ProcessStart
 from .process_start_env import ProcessStartEnv
 from .pty_token import PtyToken
 from .readyz_readyz_response_200 import ReadyzReadyzResponse200
+from .readyz_readyz_response_503 import ReadyzReadyzResponse503
 from .resume_out import ResumeOut
 from .resume_out_how import ResumeOutHow
 from .sandbox_create import SandboxCreate
@@ -62,6 +65,7 @@ __all__ = (
     "ActivityOut",
     "AssetOut",
     "AssetRef",
+    "AuditOut",
     "EnvironmentCreate",
     "EnvironmentCreateEnv",
     "EnvironmentCreateFeatures",
@@ -95,11 +99,13 @@ __all__ = (
     "KeyOut",
     "ManifestEntry",
     "ManifestEntryEncoding",
+    "Problem",
     "ProcessOut",
     "ProcessStart",
     "ProcessStartEnv",
     "PtyToken",
     "ReadyzReadyzResponse200",
+    "ReadyzReadyzResponse503",
     "ResumeOut",
     "ResumeOutHow",
     "SandboxCreate",

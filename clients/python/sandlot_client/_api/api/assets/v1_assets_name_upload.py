@@ -9,6 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.asset_out import AssetOut
+from ...models.problem import Problem
 from ...types import UNSET, Unset
 from typing import cast
 
@@ -43,7 +44,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> AssetOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> AssetOut | Problem | None:
     if response.status_code == 201:
         response_201 = AssetOut.from_dict(response.json())
 
@@ -51,13 +52,69 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 507:
+        response_507 = Problem.from_dict(response.json())
+
+
+
+        return response_507
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[AssetOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[AssetOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -72,7 +129,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     archive: bool | Unset = False,
 
-) -> Response[AssetOut]:
+) -> Response[AssetOut | Problem]:
     """ Upload an asset (raw body); ?archive=true for a tar (optionally gzipped)
 
     Args:
@@ -84,7 +141,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[AssetOut]
+        Response[AssetOut | Problem]
      """
 
 
@@ -106,7 +163,7 @@ def sync(
     client: AuthenticatedClient | Client,
     archive: bool | Unset = False,
 
-) -> AssetOut | None:
+) -> AssetOut | Problem | None:
     """ Upload an asset (raw body); ?archive=true for a tar (optionally gzipped)
 
     Args:
@@ -118,7 +175,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        AssetOut
+        AssetOut | Problem
      """
 
 
@@ -135,7 +192,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     archive: bool | Unset = False,
 
-) -> Response[AssetOut]:
+) -> Response[AssetOut | Problem]:
     """ Upload an asset (raw body); ?archive=true for a tar (optionally gzipped)
 
     Args:
@@ -147,7 +204,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[AssetOut]
+        Response[AssetOut | Problem]
      """
 
 
@@ -169,7 +226,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     archive: bool | Unset = False,
 
-) -> AssetOut | None:
+) -> AssetOut | Problem | None:
     """ Upload an asset (raw body); ?archive=true for a tar (optionally gzipped)
 
     Args:
@@ -181,7 +238,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        AssetOut
+        AssetOut | Problem
      """
 
 

@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.environment_create import EnvironmentCreate
 from ...models.environment_out import EnvironmentOut
+from ...models.problem import Problem
 from typing import cast
 
 
@@ -40,7 +41,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> EnvironmentOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> EnvironmentOut | Problem | None:
     if response.status_code == 201:
         response_201 = EnvironmentOut.from_dict(response.json())
 
@@ -48,13 +49,69 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[EnvironmentOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[EnvironmentOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -68,7 +125,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: EnvironmentCreate,
 
-) -> Response[EnvironmentOut]:
+) -> Response[EnvironmentOut | Problem]:
     """ Create an environment
 
     Args:
@@ -79,7 +136,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[EnvironmentOut]
+        Response[EnvironmentOut | Problem]
      """
 
 
@@ -99,7 +156,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: EnvironmentCreate,
 
-) -> EnvironmentOut | None:
+) -> EnvironmentOut | Problem | None:
     """ Create an environment
 
     Args:
@@ -110,7 +167,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        EnvironmentOut
+        EnvironmentOut | Problem
      """
 
 
@@ -125,7 +182,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: EnvironmentCreate,
 
-) -> Response[EnvironmentOut]:
+) -> Response[EnvironmentOut | Problem]:
     """ Create an environment
 
     Args:
@@ -136,7 +193,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[EnvironmentOut]
+        Response[EnvironmentOut | Problem]
      """
 
 
@@ -156,7 +213,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: EnvironmentCreate,
 
-) -> EnvironmentOut | None:
+) -> EnvironmentOut | Problem | None:
     """ Create an environment
 
     Args:
@@ -167,7 +224,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        EnvironmentOut
+        EnvironmentOut | Problem
      """
 
 

@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.v1_environments_features_features_response_200_item import V1EnvironmentsFeaturesFeaturesResponse200Item
 from typing import cast
 
@@ -32,7 +33,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[V1EnvironmentsFeaturesFeaturesResponse200Item] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
@@ -45,13 +46,48 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[V1EnvironmentsFeaturesFeaturesResponse200Item]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -64,7 +100,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[list[V1EnvironmentsFeaturesFeaturesResponse200Item]]:
+) -> Response[Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item]]:
     """ Features this service offers, with their activities
 
     Raises:
@@ -72,7 +108,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[V1EnvironmentsFeaturesFeaturesResponse200Item]]
+        Response[Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item]]
      """
 
 
@@ -90,7 +126,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> list[V1EnvironmentsFeaturesFeaturesResponse200Item] | None:
+) -> Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item] | None:
     """ Features this service offers, with their activities
 
     Raises:
@@ -98,7 +134,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[V1EnvironmentsFeaturesFeaturesResponse200Item]
+        Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item]
      """
 
 
@@ -111,7 +147,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[list[V1EnvironmentsFeaturesFeaturesResponse200Item]]:
+) -> Response[Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item]]:
     """ Features this service offers, with their activities
 
     Raises:
@@ -119,7 +155,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[V1EnvironmentsFeaturesFeaturesResponse200Item]]
+        Response[Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item]]
      """
 
 
@@ -137,7 +173,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> list[V1EnvironmentsFeaturesFeaturesResponse200Item] | None:
+) -> Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item] | None:
     """ Features this service offers, with their activities
 
     Raises:
@@ -145,7 +181,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[V1EnvironmentsFeaturesFeaturesResponse200Item]
+        Problem | list[V1EnvironmentsFeaturesFeaturesResponse200Item]
      """
 
 

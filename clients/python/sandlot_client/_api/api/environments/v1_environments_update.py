@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.environment_out import EnvironmentOut
 from ...models.environment_update import EnvironmentUpdate
+from ...models.problem import Problem
 from typing import cast
 
 
@@ -41,7 +42,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> EnvironmentOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> EnvironmentOut | Problem | None:
     if response.status_code == 200:
         response_200 = EnvironmentOut.from_dict(response.json())
 
@@ -49,13 +50,69 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[EnvironmentOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[EnvironmentOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -70,7 +127,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: EnvironmentUpdate,
 
-) -> Response[EnvironmentOut]:
+) -> Response[EnvironmentOut | Problem]:
     """ Change some fields of an environment
 
     Args:
@@ -82,7 +139,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[EnvironmentOut]
+        Response[EnvironmentOut | Problem]
      """
 
 
@@ -104,7 +161,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: EnvironmentUpdate,
 
-) -> EnvironmentOut | None:
+) -> EnvironmentOut | Problem | None:
     """ Change some fields of an environment
 
     Args:
@@ -116,7 +173,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        EnvironmentOut
+        EnvironmentOut | Problem
      """
 
 
@@ -133,7 +190,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: EnvironmentUpdate,
 
-) -> Response[EnvironmentOut]:
+) -> Response[EnvironmentOut | Problem]:
     """ Change some fields of an environment
 
     Args:
@@ -145,7 +202,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[EnvironmentOut]
+        Response[EnvironmentOut | Problem]
      """
 
 
@@ -167,7 +224,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: EnvironmentUpdate,
 
-) -> EnvironmentOut | None:
+) -> EnvironmentOut | Problem | None:
     """ Change some fields of an environment
 
     Args:
@@ -179,7 +236,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        EnvironmentOut
+        EnvironmentOut | Problem
      """
 
 

@@ -9,6 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.file_written import FileWritten
+from ...models.problem import Problem
 from typing import cast
 
 
@@ -42,7 +43,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> FileWritten | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> FileWritten | Problem | None:
     if response.status_code == 200:
         response_200 = FileWritten.from_dict(response.json())
 
@@ -50,13 +51,90 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 502:
+        response_502 = Problem.from_dict(response.json())
+
+
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 507:
+        response_507 = Problem.from_dict(response.json())
+
+
+
+        return response_507
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[FileWritten]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[FileWritten | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -71,7 +149,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     path: str,
 
-) -> Response[FileWritten]:
+) -> Response[FileWritten | Problem]:
     """ Write a file (raw body) at ?path= in the workspace
 
     Args:
@@ -83,7 +161,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[FileWritten]
+        Response[FileWritten | Problem]
      """
 
 
@@ -105,7 +183,7 @@ def sync(
     client: AuthenticatedClient | Client,
     path: str,
 
-) -> FileWritten | None:
+) -> FileWritten | Problem | None:
     """ Write a file (raw body) at ?path= in the workspace
 
     Args:
@@ -117,7 +195,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        FileWritten
+        FileWritten | Problem
      """
 
 
@@ -134,7 +212,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     path: str,
 
-) -> Response[FileWritten]:
+) -> Response[FileWritten | Problem]:
     """ Write a file (raw body) at ?path= in the workspace
 
     Args:
@@ -146,7 +224,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[FileWritten]
+        Response[FileWritten | Problem]
      """
 
 
@@ -168,7 +246,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     path: str,
 
-) -> FileWritten | None:
+) -> FileWritten | Problem | None:
     """ Write a file (raw body) at ?path= in the workspace
 
     Args:
@@ -180,7 +258,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        FileWritten
+        FileWritten | Problem
      """
 
 

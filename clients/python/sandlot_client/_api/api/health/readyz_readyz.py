@@ -9,6 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.readyz_readyz_response_200 import ReadyzReadyzResponse200
+from ...models.readyz_readyz_response_503 import ReadyzReadyzResponse503
 from typing import cast
 
 
@@ -32,7 +33,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ReadyzReadyzResponse200 | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ReadyzReadyzResponse200 | ReadyzReadyzResponse503 | None:
     if response.status_code == 200:
         response_200 = ReadyzReadyzResponse200.from_dict(response.json())
 
@@ -40,13 +41,20 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 503:
+        response_503 = ReadyzReadyzResponse503.from_dict(response.json())
+
+
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ReadyzReadyzResponse200]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ReadyzReadyzResponse200 | ReadyzReadyzResponse503]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -59,7 +67,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[ReadyzReadyzResponse200]:
+) -> Response[ReadyzReadyzResponse200 | ReadyzReadyzResponse503]:
     """ The database and the runtime answer
 
     Raises:
@@ -67,7 +75,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ReadyzReadyzResponse200]
+        Response[ReadyzReadyzResponse200 | ReadyzReadyzResponse503]
      """
 
 
@@ -85,7 +93,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> ReadyzReadyzResponse200 | None:
+) -> ReadyzReadyzResponse200 | ReadyzReadyzResponse503 | None:
     """ The database and the runtime answer
 
     Raises:
@@ -93,7 +101,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ReadyzReadyzResponse200
+        ReadyzReadyzResponse200 | ReadyzReadyzResponse503
      """
 
 
@@ -106,7 +114,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[ReadyzReadyzResponse200]:
+) -> Response[ReadyzReadyzResponse200 | ReadyzReadyzResponse503]:
     """ The database and the runtime answer
 
     Raises:
@@ -114,7 +122,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ReadyzReadyzResponse200]
+        Response[ReadyzReadyzResponse200 | ReadyzReadyzResponse503]
      """
 
 
@@ -132,7 +140,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> ReadyzReadyzResponse200 | None:
+) -> ReadyzReadyzResponse200 | ReadyzReadyzResponse503 | None:
     """ The database and the runtime answer
 
     Raises:
@@ -140,7 +148,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ReadyzReadyzResponse200
+        ReadyzReadyzResponse200 | ReadyzReadyzResponse503
      """
 
 

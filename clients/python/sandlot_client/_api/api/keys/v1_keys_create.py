@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.key_create import KeyCreate
 from ...models.key_created import KeyCreated
+from ...models.problem import Problem
 from typing import cast
 
 
@@ -40,7 +41,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> KeyCreated | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> KeyCreated | Problem | None:
     if response.status_code == 201:
         response_201 = KeyCreated.from_dict(response.json())
 
@@ -48,13 +49,62 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[KeyCreated]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[KeyCreated | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -68,7 +118,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: KeyCreate,
 
-) -> Response[KeyCreated]:
+) -> Response[KeyCreated | Problem]:
     """ Create an API key (its secret is shown once)
 
     Args:
@@ -79,7 +129,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[KeyCreated]
+        Response[KeyCreated | Problem]
      """
 
 
@@ -99,7 +149,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: KeyCreate,
 
-) -> KeyCreated | None:
+) -> KeyCreated | Problem | None:
     """ Create an API key (its secret is shown once)
 
     Args:
@@ -110,7 +160,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        KeyCreated
+        KeyCreated | Problem
      """
 
 
@@ -125,7 +175,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: KeyCreate,
 
-) -> Response[KeyCreated]:
+) -> Response[KeyCreated | Problem]:
     """ Create an API key (its secret is shown once)
 
     Args:
@@ -136,7 +186,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[KeyCreated]
+        Response[KeyCreated | Problem]
      """
 
 
@@ -156,7 +206,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: KeyCreate,
 
-) -> KeyCreated | None:
+) -> KeyCreated | Problem | None:
     """ Create an API key (its secret is shown once)
 
     Args:
@@ -167,7 +217,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        KeyCreated
+        KeyCreated | Problem
      """
 
 

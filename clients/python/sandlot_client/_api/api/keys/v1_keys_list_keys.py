@@ -9,6 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.key_out import KeyOut
+from ...models.problem import Problem
 from ...types import UNSET, Unset
 from typing import cast
 
@@ -47,7 +48,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[KeyOut] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[KeyOut] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
@@ -60,13 +61,55 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[KeyOut]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[KeyOut]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -80,7 +123,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     tenant: None | str | Unset = UNSET,
 
-) -> Response[list[KeyOut]]:
+) -> Response[Problem | list[KeyOut]]:
     """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
 
     Args:
@@ -91,7 +134,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[KeyOut]]
+        Response[Problem | list[KeyOut]]
      """
 
 
@@ -111,7 +154,7 @@ def sync(
     client: AuthenticatedClient | Client,
     tenant: None | str | Unset = UNSET,
 
-) -> list[KeyOut] | None:
+) -> Problem | list[KeyOut] | None:
     """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
 
     Args:
@@ -122,7 +165,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[KeyOut]
+        Problem | list[KeyOut]
      """
 
 
@@ -137,7 +180,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     tenant: None | str | Unset = UNSET,
 
-) -> Response[list[KeyOut]]:
+) -> Response[Problem | list[KeyOut]]:
     """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
 
     Args:
@@ -148,7 +191,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[KeyOut]]
+        Response[Problem | list[KeyOut]]
      """
 
 
@@ -168,7 +211,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     tenant: None | str | Unset = UNSET,
 
-) -> list[KeyOut] | None:
+) -> Problem | list[KeyOut] | None:
     """ List API keys (a tenant key: its tenant's; operators: all, or ?tenant=)
 
     Args:
@@ -179,7 +222,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[KeyOut]
+        Problem | list[KeyOut]
      """
 
 

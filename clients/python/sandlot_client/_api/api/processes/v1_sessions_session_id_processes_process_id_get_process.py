@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.process_out import ProcessOut
 from typing import cast
 
@@ -34,7 +35,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ProcessOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | ProcessOut | None:
     if response.status_code == 200:
         response_200 = ProcessOut.from_dict(response.json())
 
@@ -42,13 +43,55 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ProcessOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | ProcessOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -63,7 +106,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[ProcessOut]:
+) -> Response[Problem | ProcessOut]:
     """ A process's status, exit code, duration, CPU time and peak memory
 
     Args:
@@ -75,7 +118,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ProcessOut]
+        Response[Problem | ProcessOut]
      """
 
 
@@ -97,7 +140,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> ProcessOut | None:
+) -> Problem | ProcessOut | None:
     """ A process's status, exit code, duration, CPU time and peak memory
 
     Args:
@@ -109,7 +152,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ProcessOut
+        Problem | ProcessOut
      """
 
 
@@ -126,7 +169,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[ProcessOut]:
+) -> Response[Problem | ProcessOut]:
     """ A process's status, exit code, duration, CPU time and peak memory
 
     Args:
@@ -138,7 +181,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ProcessOut]
+        Response[Problem | ProcessOut]
      """
 
 
@@ -160,7 +203,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> ProcessOut | None:
+) -> Problem | ProcessOut | None:
     """ A process's status, exit code, duration, CPU time and peak memory
 
     Args:
@@ -172,7 +215,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ProcessOut
+        Problem | ProcessOut
      """
 
 

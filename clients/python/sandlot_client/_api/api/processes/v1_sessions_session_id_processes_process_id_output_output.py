@@ -8,7 +8,9 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...types import UNSET, Unset
+from typing import cast
 
 
 
@@ -45,10 +47,73 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> str | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | str | None:
     if response.status_code == 200:
         response_200 = cast(str, response.content)
         return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 502:
+        response_502 = Problem.from_dict(response.json())
+
+
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -56,7 +121,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[str]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | str]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -73,7 +138,7 @@ def sync_detailed(
     offset: int | Unset = 0,
     limit: int | Unset = 1048576,
 
-) -> Response[str]:
+) -> Response[Problem | str]:
     """ Output bytes from an offset
 
      Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
@@ -91,7 +156,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[str]
+        Response[Problem | str]
      """
 
 
@@ -117,7 +182,7 @@ def sync(
     offset: int | Unset = 0,
     limit: int | Unset = 1048576,
 
-) -> str | None:
+) -> Problem | str | None:
     """ Output bytes from an offset
 
      Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
@@ -135,7 +200,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        str
+        Problem | str
      """
 
 
@@ -156,7 +221,7 @@ async def asyncio_detailed(
     offset: int | Unset = 0,
     limit: int | Unset = 1048576,
 
-) -> Response[str]:
+) -> Response[Problem | str]:
     """ Output bytes from an offset
 
      Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
@@ -174,7 +239,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[str]
+        Response[Problem | str]
      """
 
 
@@ -200,7 +265,7 @@ async def asyncio(
     offset: int | Unset = 0,
     limit: int | Unset = 1048576,
 
-) -> str | None:
+) -> Problem | str | None:
     """ Output bytes from an offset
 
      Raw bytes (stdout and stderr merged). Headers: `Sandlot-Offset` (where these bytes start), `Sandlot-
@@ -218,7 +283,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        str
+        Problem | str
      """
 
 

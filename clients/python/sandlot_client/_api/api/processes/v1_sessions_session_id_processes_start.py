@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.process_out import ProcessOut
 from ...models.process_start import ProcessStart
 from typing import cast
@@ -41,7 +42,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ProcessOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | ProcessOut | None:
     if response.status_code == 201:
         response_201 = ProcessOut.from_dict(response.json())
 
@@ -49,13 +50,90 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 502:
+        response_502 = Problem.from_dict(response.json())
+
+
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 507:
+        response_507 = Problem.from_dict(response.json())
+
+
+
+        return response_507
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ProcessOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | ProcessOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -70,7 +148,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: ProcessStart,
 
-) -> Response[ProcessOut]:
+) -> Response[Problem | ProcessOut]:
     """ Start a command detached
 
     Args:
@@ -82,7 +160,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ProcessOut]
+        Response[Problem | ProcessOut]
      """
 
 
@@ -104,7 +182,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: ProcessStart,
 
-) -> ProcessOut | None:
+) -> Problem | ProcessOut | None:
     """ Start a command detached
 
     Args:
@@ -116,7 +194,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ProcessOut
+        Problem | ProcessOut
      """
 
 
@@ -133,7 +211,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: ProcessStart,
 
-) -> Response[ProcessOut]:
+) -> Response[Problem | ProcessOut]:
     """ Start a command detached
 
     Args:
@@ -145,7 +223,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ProcessOut]
+        Response[Problem | ProcessOut]
      """
 
 
@@ -167,7 +245,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: ProcessStart,
 
-) -> ProcessOut | None:
+) -> Problem | ProcessOut | None:
     """ Start a command detached
 
     Args:
@@ -179,7 +257,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ProcessOut
+        Problem | ProcessOut
      """
 
 

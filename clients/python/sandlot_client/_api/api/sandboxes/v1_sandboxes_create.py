@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.sandbox_create import SandboxCreate
 from ...models.sandbox_out import SandboxOut
 from typing import cast
@@ -40,7 +41,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> SandboxOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | SandboxOut | None:
     if response.status_code == 201:
         response_201 = SandboxOut.from_dict(response.json())
 
@@ -48,13 +49,76 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[SandboxOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | SandboxOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -68,7 +132,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
 
-) -> Response[SandboxOut]:
+) -> Response[Problem | SandboxOut]:
     """ Create a sandbox
 
     Args:
@@ -79,7 +143,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SandboxOut]
+        Response[Problem | SandboxOut]
      """
 
 
@@ -99,7 +163,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
 
-) -> SandboxOut | None:
+) -> Problem | SandboxOut | None:
     """ Create a sandbox
 
     Args:
@@ -110,7 +174,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SandboxOut
+        Problem | SandboxOut
      """
 
 
@@ -125,7 +189,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
 
-) -> Response[SandboxOut]:
+) -> Response[Problem | SandboxOut]:
     """ Create a sandbox
 
     Args:
@@ -136,7 +200,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SandboxOut]
+        Response[Problem | SandboxOut]
      """
 
 
@@ -156,7 +220,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: SandboxCreate,
 
-) -> SandboxOut | None:
+) -> Problem | SandboxOut | None:
     """ Create a sandbox
 
     Args:
@@ -167,7 +231,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SandboxOut
+        Problem | SandboxOut
      """
 
 

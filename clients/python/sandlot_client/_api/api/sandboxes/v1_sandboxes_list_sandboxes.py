@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.sandbox_out import SandboxOut
 from ...types import UNSET, Unset
 from typing import cast
@@ -57,7 +58,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[SandboxOut] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[SandboxOut] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
@@ -70,13 +71,48 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[SandboxOut]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[SandboxOut]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -92,7 +128,7 @@ def sync_detailed(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> Response[list[SandboxOut]]:
+) -> Response[Problem | list[SandboxOut]]:
     """ List sandboxes
 
     Args:
@@ -105,7 +141,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[SandboxOut]]
+        Response[Problem | list[SandboxOut]]
      """
 
 
@@ -129,7 +165,7 @@ def sync(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> list[SandboxOut] | None:
+) -> Problem | list[SandboxOut] | None:
     """ List sandboxes
 
     Args:
@@ -142,7 +178,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[SandboxOut]
+        Problem | list[SandboxOut]
      """
 
 
@@ -161,7 +197,7 @@ async def asyncio_detailed(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> Response[list[SandboxOut]]:
+) -> Response[Problem | list[SandboxOut]]:
     """ List sandboxes
 
     Args:
@@ -174,7 +210,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[SandboxOut]]
+        Response[Problem | list[SandboxOut]]
      """
 
 
@@ -198,7 +234,7 @@ async def asyncio(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> list[SandboxOut] | None:
+) -> Problem | list[SandboxOut] | None:
     """ List sandboxes
 
     Args:
@@ -211,7 +247,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[SandboxOut]
+        Problem | list[SandboxOut]
      """
 
 

@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.sandbox_event_out import SandboxEventOut
 from typing import cast
 
@@ -33,7 +34,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[SandboxEventOut] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[SandboxEventOut] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
@@ -46,13 +47,55 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[SandboxEventOut]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[SandboxEventOut]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -66,7 +109,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[list[SandboxEventOut]]:
+) -> Response[Problem | list[SandboxEventOut]]:
     """ Status history of a sandbox
 
     Args:
@@ -77,7 +120,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[SandboxEventOut]]
+        Response[Problem | list[SandboxEventOut]]
      """
 
 
@@ -97,7 +140,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> list[SandboxEventOut] | None:
+) -> Problem | list[SandboxEventOut] | None:
     """ Status history of a sandbox
 
     Args:
@@ -108,7 +151,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[SandboxEventOut]
+        Problem | list[SandboxEventOut]
      """
 
 
@@ -123,7 +166,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[list[SandboxEventOut]]:
+) -> Response[Problem | list[SandboxEventOut]]:
     """ Status history of a sandbox
 
     Args:
@@ -134,7 +177,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[SandboxEventOut]]
+        Response[Problem | list[SandboxEventOut]]
      """
 
 
@@ -154,7 +197,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> list[SandboxEventOut] | None:
+) -> Problem | list[SandboxEventOut] | None:
     """ Status history of a sandbox
 
     Args:
@@ -165,7 +208,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[SandboxEventOut]
+        Problem | list[SandboxEventOut]
      """
 
 

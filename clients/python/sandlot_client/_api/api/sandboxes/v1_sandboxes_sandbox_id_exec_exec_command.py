@@ -10,6 +10,7 @@ from ... import errors
 
 from ...models.exec_in import ExecIn
 from ...models.exec_out import ExecOut
+from ...models.problem import Problem
 from typing import cast
 
 
@@ -41,7 +42,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ExecOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ExecOut | Problem | None:
     if response.status_code == 200:
         response_200 = ExecOut.from_dict(response.json())
 
@@ -49,13 +50,90 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 502:
+        response_502 = Problem.from_dict(response.json())
+
+
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 507:
+        response_507 = Problem.from_dict(response.json())
+
+
+
+        return response_507
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ExecOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ExecOut | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -70,7 +148,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: ExecIn,
 
-) -> Response[ExecOut]:
+) -> Response[ExecOut | Problem]:
     """ Run a command to completion
 
     Args:
@@ -82,7 +160,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ExecOut]
+        Response[ExecOut | Problem]
      """
 
 
@@ -104,7 +182,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: ExecIn,
 
-) -> ExecOut | None:
+) -> ExecOut | Problem | None:
     """ Run a command to completion
 
     Args:
@@ -116,7 +194,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ExecOut
+        ExecOut | Problem
      """
 
 
@@ -133,7 +211,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: ExecIn,
 
-) -> Response[ExecOut]:
+) -> Response[ExecOut | Problem]:
     """ Run a command to completion
 
     Args:
@@ -145,7 +223,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ExecOut]
+        Response[ExecOut | Problem]
      """
 
 
@@ -167,7 +245,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: ExecIn,
 
-) -> ExecOut | None:
+) -> ExecOut | Problem | None:
     """ Run a command to completion
 
     Args:
@@ -179,7 +257,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ExecOut
+        ExecOut | Problem
      """
 
 

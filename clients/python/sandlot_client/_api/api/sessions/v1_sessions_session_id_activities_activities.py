@@ -9,6 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.activity_out import ActivityOut
+from ...models.problem import Problem
 from ...types import UNSET, Unset
 from typing import cast
 
@@ -46,7 +47,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[ActivityOut] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[ActivityOut] | None:
     if response.status_code == 200:
         response_200 = []
         _response_200 = response.json()
@@ -59,13 +60,55 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[ActivityOut]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[ActivityOut]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -81,7 +124,7 @@ def sync_detailed(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> Response[list[ActivityOut]]:
+) -> Response[Problem | list[ActivityOut]]:
     """ Activity records of a session
 
     Args:
@@ -94,7 +137,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[ActivityOut]]
+        Response[Problem | list[ActivityOut]]
      """
 
 
@@ -118,7 +161,7 @@ def sync(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> list[ActivityOut] | None:
+) -> Problem | list[ActivityOut] | None:
     """ Activity records of a session
 
     Args:
@@ -131,7 +174,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[ActivityOut]
+        Problem | list[ActivityOut]
      """
 
 
@@ -150,7 +193,7 @@ async def asyncio_detailed(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> Response[list[ActivityOut]]:
+) -> Response[Problem | list[ActivityOut]]:
     """ Activity records of a session
 
     Args:
@@ -163,7 +206,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[ActivityOut]]
+        Response[Problem | list[ActivityOut]]
      """
 
 
@@ -187,7 +230,7 @@ async def asyncio(
     limit: int | Unset = 100,
     offset: int | Unset = 0,
 
-) -> list[ActivityOut] | None:
+) -> Problem | list[ActivityOut] | None:
     """ Activity records of a session
 
     Args:
@@ -200,7 +243,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[ActivityOut]
+        Problem | list[ActivityOut]
      """
 
 

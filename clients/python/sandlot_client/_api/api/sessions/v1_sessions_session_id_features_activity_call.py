@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.v1_sessions_session_id_features_activity_call_body import V1SessionsSessionIdFeaturesActivityCallBody
 from typing import cast
 
@@ -42,9 +43,87 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Any | Problem | None:
     if response.status_code == 200:
-        return None
+        response_200 = response.json()
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 502:
+        response_502 = Problem.from_dict(response.json())
+
+
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 507:
+        response_507 = Problem.from_dict(response.json())
+
+
+
+        return response_507
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -52,7 +131,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Any | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -69,7 +148,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: V1SessionsSessionIdFeaturesActivityCallBody,
 
-) -> Response[Any]:
+) -> Response[Any | Problem]:
     """ Call a feature activity with JSON arguments
 
     Args:
@@ -83,7 +162,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any]
+        Response[Any | Problem]
      """
 
 
@@ -101,8 +180,7 @@ body=body,
 
     return _build_response(client=client, response=response)
 
-
-async def asyncio_detailed(
+def sync(
     session_id: str,
     feature: str,
     activity: str,
@@ -110,7 +188,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: V1SessionsSessionIdFeaturesActivityCallBody,
 
-) -> Response[Any]:
+) -> Any | Problem | None:
     """ Call a feature activity with JSON arguments
 
     Args:
@@ -124,7 +202,42 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Any]
+        Any | Problem
+     """
+
+
+    return sync_detailed(
+        session_id=session_id,
+feature=feature,
+activity=activity,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    session_id: str,
+    feature: str,
+    activity: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: V1SessionsSessionIdFeaturesActivityCallBody,
+
+) -> Response[Any | Problem]:
+    """ Call a feature activity with JSON arguments
+
+    Args:
+        session_id (str):
+        feature (str):
+        activity (str):
+        body (V1SessionsSessionIdFeaturesActivityCallBody):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Any | Problem]
      """
 
 
@@ -142,3 +255,37 @@ body=body,
 
     return _build_response(client=client, response=response)
 
+async def asyncio(
+    session_id: str,
+    feature: str,
+    activity: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: V1SessionsSessionIdFeaturesActivityCallBody,
+
+) -> Any | Problem | None:
+    """ Call a feature activity with JSON arguments
+
+    Args:
+        session_id (str):
+        feature (str):
+        activity (str):
+        body (V1SessionsSessionIdFeaturesActivityCallBody):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Any | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        session_id=session_id,
+feature=feature,
+activity=activity,
+client=client,
+body=body,
+
+    )).parsed

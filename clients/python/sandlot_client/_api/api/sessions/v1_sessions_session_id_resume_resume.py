@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.resume_out import ResumeOut
 from typing import cast
 
@@ -33,7 +34,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> ResumeOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | ResumeOut | None:
     if response.status_code == 200:
         response_200 = ResumeOut.from_dict(response.json())
 
@@ -41,13 +42,90 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if response.status_code == 502:
+        response_502 = Problem.from_dict(response.json())
+
+
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if response.status_code == 507:
+        response_507 = Problem.from_dict(response.json())
+
+
+
+        return response_507
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[ResumeOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | ResumeOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -61,7 +139,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[ResumeOut]:
+) -> Response[Problem | ResumeOut]:
     """ Reattach to the sandbox, or hydrate a replacement from the last snapshot
 
     Args:
@@ -72,7 +150,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ResumeOut]
+        Response[Problem | ResumeOut]
      """
 
 
@@ -92,7 +170,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> ResumeOut | None:
+) -> Problem | ResumeOut | None:
     """ Reattach to the sandbox, or hydrate a replacement from the last snapshot
 
     Args:
@@ -103,7 +181,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ResumeOut
+        Problem | ResumeOut
      """
 
 
@@ -118,7 +196,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[ResumeOut]:
+) -> Response[Problem | ResumeOut]:
     """ Reattach to the sandbox, or hydrate a replacement from the last snapshot
 
     Args:
@@ -129,7 +207,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ResumeOut]
+        Response[Problem | ResumeOut]
      """
 
 
@@ -149,7 +227,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> ResumeOut | None:
+) -> Problem | ResumeOut | None:
     """ Reattach to the sandbox, or hydrate a replacement from the last snapshot
 
     Args:
@@ -160,7 +238,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ResumeOut
+        Problem | ResumeOut
      """
 
 

@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.snapshot_out import SnapshotOut
 from typing import cast
 
@@ -33,7 +34,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> SnapshotOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | SnapshotOut | None:
     if response.status_code == 200:
         response_200 = SnapshotOut.from_dict(response.json())
 
@@ -41,13 +42,55 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[SnapshotOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | SnapshotOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -61,7 +104,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[SnapshotOut]:
+) -> Response[Problem | SnapshotOut]:
     """ A snapshot's metadata and diff
 
     Args:
@@ -72,7 +115,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SnapshotOut]
+        Response[Problem | SnapshotOut]
      """
 
 
@@ -92,7 +135,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> SnapshotOut | None:
+) -> Problem | SnapshotOut | None:
     """ A snapshot's metadata and diff
 
     Args:
@@ -103,7 +146,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SnapshotOut
+        Problem | SnapshotOut
      """
 
 
@@ -118,7 +161,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[SnapshotOut]:
+) -> Response[Problem | SnapshotOut]:
     """ A snapshot's metadata and diff
 
     Args:
@@ -129,7 +172,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[SnapshotOut]
+        Response[Problem | SnapshotOut]
      """
 
 
@@ -149,7 +192,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> SnapshotOut | None:
+) -> Problem | SnapshotOut | None:
     """ A snapshot's metadata and diff
 
     Args:
@@ -160,7 +203,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        SnapshotOut
+        Problem | SnapshotOut
      """
 
 

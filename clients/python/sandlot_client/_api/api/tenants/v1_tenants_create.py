@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.tenant_create import TenantCreate
 from ...models.tenant_out import TenantOut
 from typing import cast
@@ -40,7 +41,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> TenantOut | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | TenantOut | None:
     if response.status_code == 201:
         response_201 = TenantOut.from_dict(response.json())
 
@@ -48,13 +49,62 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[TenantOut]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | TenantOut]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -68,7 +118,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
     body: TenantCreate,
 
-) -> Response[TenantOut]:
+) -> Response[Problem | TenantOut]:
     """ Create a tenant (operators)
 
     Args:
@@ -79,7 +129,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TenantOut]
+        Response[Problem | TenantOut]
      """
 
 
@@ -99,7 +149,7 @@ def sync(
     client: AuthenticatedClient | Client,
     body: TenantCreate,
 
-) -> TenantOut | None:
+) -> Problem | TenantOut | None:
     """ Create a tenant (operators)
 
     Args:
@@ -110,7 +160,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TenantOut
+        Problem | TenantOut
      """
 
 
@@ -125,7 +175,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
     body: TenantCreate,
 
-) -> Response[TenantOut]:
+) -> Response[Problem | TenantOut]:
     """ Create a tenant (operators)
 
     Args:
@@ -136,7 +186,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[TenantOut]
+        Response[Problem | TenantOut]
      """
 
 
@@ -156,7 +206,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
     body: TenantCreate,
 
-) -> TenantOut | None:
+) -> Problem | TenantOut | None:
     """ Create a tenant (operators)
 
     Args:
@@ -167,7 +217,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        TenantOut
+        Problem | TenantOut
      """
 
 

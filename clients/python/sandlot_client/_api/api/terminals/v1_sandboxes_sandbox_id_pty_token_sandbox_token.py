@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from ...models.pty_token import PtyToken
 from typing import cast
 
@@ -33,7 +34,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> PtyToken | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | PtyToken | None:
     if response.status_code == 201:
         response_201 = PtyToken.from_dict(response.json())
 
@@ -41,13 +42,62 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_201
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+
+
+        return response_409
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
     else:
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[PtyToken]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | PtyToken]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -61,7 +111,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[PtyToken]:
+) -> Response[Problem | PtyToken]:
     """ A one-minute token for the PTY
 
     Args:
@@ -72,7 +122,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PtyToken]
+        Response[Problem | PtyToken]
      """
 
 
@@ -92,7 +142,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> PtyToken | None:
+) -> Problem | PtyToken | None:
     """ A one-minute token for the PTY
 
     Args:
@@ -103,7 +153,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PtyToken
+        Problem | PtyToken
      """
 
 
@@ -118,7 +168,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[PtyToken]:
+) -> Response[Problem | PtyToken]:
     """ A one-minute token for the PTY
 
     Args:
@@ -129,7 +179,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PtyToken]
+        Response[Problem | PtyToken]
      """
 
 
@@ -149,7 +199,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> PtyToken | None:
+) -> Problem | PtyToken | None:
     """ A one-minute token for the PTY
 
     Args:
@@ -160,7 +210,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PtyToken
+        Problem | PtyToken
      """
 
 
