@@ -269,7 +269,8 @@ async def test_usage_sees_a_spinner_and_the_memory_it_holds(runtime: SandboxRunt
         [
             "/bin/sh",
             "-c",
-            "(while :; do :; done) & (head -c 40000000 /dev/zero; sleep 60) | tail & sleep 2; echo held; wait",
+            "(while :; do :; done) & (head -c 40000000 /dev/zero; sleep 60) | tail & "
+            "sleep 2; echo held; wait",
         ],
     )
     try:
