@@ -107,13 +107,13 @@ class Settings(BaseSettings):
         default=100 << 20, ge=1024, description="Largest file uploaded or downloaded (413 beyond)."
     )
     rate_limit_per_second: float = Field(
-        default=200.0,
+        default=500.0,
         ge=0,
         description="Requests a second each API key may make, on average, across every API "
         "process (429 with Retry-After beyond). 0: no limit.",
     )
     rate_limit_burst: int = Field(
-        default=400, ge=1, description="Requests a key may make at once before the rate applies."
+        default=1000, ge=1, description="Requests a key may make at once before the rate applies."
     )
     exec_output_limit: int = Field(
         default=8 << 20,
