@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import click
 
+from sandlot.domain.quotas import QUOTAS
 from sandlot.settings import Settings
 
 __all__ = ["app_factory", "main"]
@@ -133,12 +134,19 @@ def _tenant_dict(t: Any) -> dict[str, Any]:
     return {
         "id": t.id,
         "name": t.name,
-        "max_sandboxes": t.max_sandboxes,
-        "max_memory_mb": t.max_memory_mb,
-        "max_cpus": t.max_cpus,
+        **{q: getattr(t, q) for q in QUOTAS},
         "allow_network": t.allow_network,
         "created_at": t.created_at.isoformat(),
     }
+
+
+def quota_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--max-sandboxes`` and the rest: one option per quota (unset: left as it is)."""
+    for quota in reversed(QUOTAS):
+        kind = float if quota == "max_cpus" else int
+        flag = "--" + quota.replace("_", "-")
+        command = click.option(flag, quota, type=kind, default=None)(command)
+    return command
 
 
 @main.group()
@@ -148,33 +156,30 @@ def tenants() -> None:
 
 @tenants.command("create")
 @click.argument("name")
-@click.option("--max-sandboxes", type=int, default=None)
-@click.option("--max-memory-mb", type=int, default=None)
-@click.option("--max-cpus", type=float, default=None)
+@quota_options
 @click.option("--allow-network", is_flag=True, help="Let its sandboxes have network access.")
 @json_option
-def tenants_create(
-    name: str,
-    max_sandboxes: int | None,
-    max_memory_mb: int | None,
-    max_cpus: float | None,
-    allow_network: bool,
-    as_json: bool,
-) -> None:
-    """Create a tenant."""
+def tenants_create(name: str, allow_network: bool, as_json: bool, **quota: Any) -> None:
+    """Create a tenant (quotas not given take the defaults)."""
     tenant = _run(
-        lambda s: _accounts(
-            s,
-            lambda a: a.create_tenant(
-                name,
-                max_sandboxes=max_sandboxes,
-                max_memory_mb=max_memory_mb,
-                max_cpus=max_cpus,
-                allow_network=allow_network,
-            ),
-        )
+        lambda s: _accounts(s, lambda a: a.create_tenant(name, allow_network=allow_network, **quota))
     )
     _out(as_json, _tenant_dict(tenant), f"created tenant {tenant.name} ({tenant.id})")
+
+
+@tenants.command("set")
+@click.argument("tenant")
+@quota_options
+@click.option(
+    "--allow-network/--no-network", default=None, help="Whether its sandboxes may have network access."
+)
+@json_option
+def tenants_set(tenant: str, allow_network: bool | None, as_json: bool, **quota: Any) -> None:
+    """Change a tenant's quotas (by id or name; --max-ttl-seconds 0: the service's longest)."""
+    row = _run(
+        lambda s: _accounts(s, lambda a: a.update_tenant(tenant, allow_network=allow_network, **quota))
+    )
+    _out(as_json, _tenant_dict(row), f"updated tenant {row.name} ({row.id})")
 
 
 @tenants.command("list")

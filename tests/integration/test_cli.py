@@ -63,6 +63,27 @@ def test_tenants_and_keys_with_json_output(env: dict[str, str]) -> None:
     assert "operator" in op["scopes"]
 
 
+def test_tenant_quotas_are_set_at_creation_and_changed_later(env: dict[str, str]) -> None:
+    made = sandlot(
+        env, "tenants", "create", "quota-co", "--max-sessions", "3", "--max-snapshot-mb", "50", "--json"
+    )
+    assert made.returncode == 0, made.stderr
+    tenant = json.loads(made.stdout)
+    assert (tenant["max_sessions"], tenant["max_snapshot_mb"], tenant["max_ttl_seconds"]) == (3, 50, None)
+    changed = sandlot(
+        env, "tenants", "set", "quota-co", "--max-ttl-seconds", "600", "--max-cpus", "1.5", "--json"
+    )
+    assert changed.returncode == 0, changed.stderr
+    after = json.loads(changed.stdout)
+    assert (after["max_ttl_seconds"], after["max_cpus"], after["max_sessions"]) == (600, 1.5, 3)
+    cleared = json.loads(
+        sandlot(env, "tenants", "set", "quota-co", "--max-ttl-seconds", "0", "--json").stdout
+    )
+    assert cleared["max_ttl_seconds"] is None
+    missing = sandlot(env, "tenants", "set", "nobody", "--max-sessions", "1")
+    assert missing.returncode != 0 and "not_found" in missing.stderr and "Traceback" not in missing.stderr
+
+
 def test_errors_are_messages_not_tracebacks(env: dict[str, str]) -> None:
     sandlot(env, "tenants", "create", "dup")
     again = sandlot(env, "tenants", "create", "dup")

@@ -6,13 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, delete, get, patch, post
 from litestar.params import FromPath, JSONBody, QueryParameter
 from pydantic import BaseModel, Field
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
-from sandlot.api.schemas import In, Out
+from sandlot.api.schemas import MAX_SECONDS, In, Out
 
 __all__ = [
     "KeyController",
@@ -22,17 +22,35 @@ __all__ = [
     "TenantController",
     "TenantCreate",
     "TenantOut",
+    "TenantUpdate",
+    "TenantUsageOut",
 ]
 
 
-class TenantCreate(In):
-    """A tenant; unset quotas take the service's defaults."""
-
-    name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
+class _Quotas(In):
     max_sandboxes: Annotated[int | None, Field(ge=0, le=1_000_000)] = None
     max_memory_mb: Annotated[int | None, Field(ge=0, le=1 << 30)] = None
     max_cpus: Annotated[float | None, Field(ge=0, le=1_000_000)] = None
+    max_sessions: Annotated[int | None, Field(ge=0, le=1_000_000)] = None
+    max_disk_mb: Annotated[int | None, Field(ge=0, le=1 << 30)] = None
+    max_snapshot_mb: Annotated[int | None, Field(ge=0, le=1 << 30)] = None
+    max_ttl_seconds: Annotated[
+        int | None, Field(ge=0, le=MAX_SECONDS, description="0: no longest of its own (the service's)")
+    ] = None
+
+
+class TenantCreate(_Quotas):
+    """A tenant; unset quotas take the service's defaults."""
+
+    name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")]
     allow_network: bool = False
+
+
+class TenantUpdate(_Quotas):
+    """New quotas for a tenant (only those given change); what runs keeps running, new
+    sandboxes, sessions and snapshots meet them."""
+
+    allow_network: bool | None = None
 
 
 class TenantOut(Out):
@@ -41,8 +59,23 @@ class TenantOut(Out):
     max_sandboxes: int
     max_memory_mb: int
     max_cpus: float
+    max_sessions: int
+    max_disk_mb: int
+    max_snapshot_mb: int
+    max_ttl_seconds: int | None
     allow_network: bool
     created_at: datetime
+
+
+class TenantUsageOut(Out):
+    """What a tenant uses now, against its quotas."""
+
+    sandboxes: int
+    memory_mb: int
+    cpus: float
+    disk_mb: int
+    sessions: int
+    snapshot_bytes: int
 
 
 class KeyCreate(In):
@@ -95,6 +128,24 @@ class TenantController(Controller):
         self, tenant: FromPath[str], services: ServicesDep, principal: PrincipalDep
     ) -> TenantOut:
         return TenantOut.of(await services.tenants.tenant(principal, tenant))
+
+    @patch("/{tenant:str}", summary="Change a tenant's quotas (operators)", responses=problems(404))
+    async def update(
+        self,
+        tenant: FromPath[str],
+        data: JSONBody[TenantUpdate],
+        services: ServicesDep,
+        principal: PrincipalDep,
+    ) -> TenantOut:
+        fields = data.model_dump(exclude_unset=True)
+        return TenantOut.of(await services.tenants.update_tenant(principal, tenant, **fields))
+
+    @get("/{tenant:str}/usage", summary="What a tenant uses now, against its quotas", responses=problems(404))
+    async def usage(
+        self, tenant: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> TenantUsageOut:
+        found = await services.tenants.tenant(principal, tenant)
+        return TenantUsageOut.of((await services.tenants.usage(principal, [found]))[found.id])
 
 
 class KeyController(Controller):

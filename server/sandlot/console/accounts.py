@@ -11,10 +11,11 @@ from litestar.params import FromPath
 from litestar.response import Redirect, Template
 
 from sandlot.api.deps import ServicesDep
-from sandlot.api.tenants import TenantCreate
+from sandlot.api.tenants import TenantCreate, TenantUpdate
 from sandlot.console.auth import User
 from sandlot.console.forms import reported
 from sandlot.domain.keys import ALL_SCOPES
+from sandlot.domain.quotas import QUOTAS
 from sandlot.services.accounts import Principal
 
 __all__ = ["AccountsController"]
@@ -45,12 +46,24 @@ class AccountsController(Controller):
     @post("/tenants", status_code=200)
     async def create_tenant(self, request: Request[Any, Any, Any], services: ServicesDep, user: User) -> Any:
         form = await request.form()
-        fields = {
-            k: form.get(k) for k in ("name", "max_sandboxes", "max_memory_mb", "max_cpus") if form.get(k)
-        }
+        fields = {k: form.get(k) for k in ("name", *QUOTAS) if form.get(k)}
         with reported() as done:
             data = TenantCreate.model_validate({**fields, "allow_network": form.get("allow_network") == "on"})
             await services.tenants.create_tenant(user, **data.model_dump(exclude_unset=True))
+        if done.error:
+            return await self._page(services, user, error=done.error)
+        return Redirect("/console/keys", status_code=303)
+
+    @post("/tenants/{tenant_id:str}", status_code=200)
+    async def update_tenant(
+        self, tenant_id: FromPath[str], request: Request[Any, Any, Any], services: ServicesDep, user: User
+    ) -> Any:
+        """Change a tenant's quotas (operators; the API's rules and schema)."""
+        form = await request.form()
+        fields = {q: form.get(q) for q in QUOTAS if form.get(q) not in (None, "")}
+        with reported() as done:
+            data = TenantUpdate.model_validate(fields)
+            await services.tenants.update_tenant(user, tenant_id, **data.model_dump(exclude_unset=True))
         if done.error:
             return await self._page(services, user, error=done.error)
         return Redirect("/console/keys", status_code=303)

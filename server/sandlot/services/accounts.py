@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cachetools import TTLCache
 from itsdangerous import BadSignature, URLSafeSerializer
@@ -21,6 +22,7 @@ from sandlot.domain.keys import (
     keys_match,
     split_key,
 )
+from sandlot.domain.quotas import QUOTAS
 from sandlot.store.repositories import ApiKeyRepository, TenantRepository
 from sandlot.store.tables import ApiKey, Tenant
 from sandlot.store.types import utcnow
@@ -52,6 +54,17 @@ class Principal:
         """Raise :class:`NotPermitted` unless the key has ``scope`` (operators have all)."""
         if not self.is_operator and scope.value not in self.scopes:
             raise NotPermitted(f"this key lacks the {scope.value!r} scope", scope=scope.value)
+
+
+def _set_quotas(tenant: Tenant, quota: Mapping[str, Any]) -> None:
+    for field, value in quota.items():
+        if field not in QUOTAS:
+            raise InvalidInput(f"no quota {field!r}", field=field)
+        if value is None:
+            continue
+        if field == "max_ttl_seconds" and not value:
+            value = None  # 0: no longest of the tenant's own
+        setattr(tenant, field, value)
 
 
 def _signer(secret: str, audience: str) -> URLSafeSerializer:
@@ -90,27 +103,29 @@ class AccountService:
             TTLCache(AUTH_CACHE_SIZE, cache_seconds) if cache_seconds > 0 else None
         )
 
-    async def create_tenant(
-        self,
-        name: str,
-        *,
-        max_sandboxes: int | None = None,
-        max_memory_mb: int | None = None,
-        max_cpus: float | None = None,
-        allow_network: bool = False,
-    ) -> Tenant:
+    async def create_tenant(self, name: str, *, allow_network: bool = False, **quota: Any) -> Tenant:
+        """A tenant; quotas not given (see ``QUOTAS``) take the defaults."""
         if not name or len(name) > 100:
             raise InvalidInput("tenant name must be 1 to 100 characters")
         tenant = Tenant(name=name, allow_network=allow_network)
-        for field, value in (
-            ("max_sandboxes", max_sandboxes),
-            ("max_memory_mb", max_memory_mb),
-            ("max_cpus", max_cpus),
-        ):
-            if value is not None:
-                setattr(tenant, field, value)
+        _set_quotas(tenant, quota)
         async with self._sessions.begin() as session:
             return await TenantRepository(session).add(tenant)
+
+    async def update_tenant(
+        self, id_or_name: str, *, allow_network: bool | None = None, **quota: Any
+    ) -> Tenant:
+        """Change a tenant's quotas (those given) and network permission; what runs already
+        keeps running, new sandboxes, sessions and snapshots meet the new quotas."""
+        async with self._sessions.begin() as session:
+            tenant = await TenantRepository(session).resolve(id_or_name)
+            locked = await session.get(Tenant, tenant.id, with_for_update=True)
+            assert locked is not None
+            _set_quotas(locked, quota)
+            if allow_network is not None:
+                locked.allow_network = allow_network
+            await session.flush()
+            return locked
 
     async def list_tenants(self) -> Sequence[Tenant]:
         async with self._sessions() as session:

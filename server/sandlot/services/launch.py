@@ -26,6 +26,7 @@ from sandlot.features.base import SessionContext
 from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
+from sandlot.services.quotas import check_sessions
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
 from sandlot.store.blobs import one_chunk
@@ -133,6 +134,8 @@ class SessionLauncher:
         """Give the new session ``row`` a sandbox and make it ready; returns whether the
         sandbox came warm from the pool. ``files``: each manifest file and its resolved path."""
         sid = row.id
+        async with self._sessions() as session:
+            await check_sessions(session, env.tenant_id)  # the clear refusal, before any work
         # Warm path: claim a ready sandbox straight into the session and record the session,
         # atomically (one statement on PostgreSQL).
         box = await self._pools.claim(env, row.image, row, f"session {sid} started")
@@ -141,6 +144,9 @@ class SessionLauncher:
             if box is None:
                 box = await self._pools.create_for(env, row.image, sid)
                 box = await self._enter(row, box)
+            async with self._sessions() as session:
+                # counted again with this one recorded: of concurrent starts, none passes it
+                await check_sessions(session, env.tenant_id, starting=0)
             await self._prepare(env, row, box, snap, placed, files)
         except BaseException as exc:
             await self._abandon(sid, box, exc)

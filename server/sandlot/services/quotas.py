@@ -1,8 +1,9 @@
-"""The checks a new sandbox must pass before its row is written: the tenant's quota and the pool's max.
+"""The checks a tenant's new sandbox, session or snapshot must pass: its quotas, and the pool's max.
 
-They run inside the transaction that adds the row, under a lock on the tenant row, so two
-processes creating sandboxes for one tenant at once cannot both pass a check that only one of
-them fits under. Kept apart from :mod:`sandlot.services.sandboxes` so the rules read in one place.
+The sandbox check runs inside the transaction that adds the row, under a lock on the tenant
+row, so two processes creating sandboxes for one tenant at once cannot both pass a check that
+only one of them fits under. A refusal is :class:`QuotaExceeded` (429) naming the quota, its
+limit and what is in use. Kept apart from the services so the rules read in one place.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from sqlmodel import col, select
 
 from sandlot.domain.errors import NoCapacity, NotPermitted, QuotaExceeded
 from sandlot.runtime.base import Limits
-from sandlot.store.repositories import PoolRepository, SandboxRepository
+from sandlot.store.repositories import PoolRepository
+from sandlot.store.repositories.usage import TenantUsage, tenant_usage
 from sandlot.store.tables import Tenant
 
-__all__ = ["check_quota"]
+__all__ = ["check_quota", "check_sessions", "check_snapshots", "tenant_ttl"]
 
 
 async def _lock_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
@@ -23,6 +25,26 @@ async def _lock_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
     query = select(Tenant).where(col(Tenant.id) == tenant_id).with_for_update()
     tenant = (await session.scalars(query)).one()
     return tenant
+
+
+def _over(quota: str, limit: float, used: float, unit: str = "") -> QuotaExceeded:
+    return QuotaExceeded(
+        f"the tenant's {quota} quota is {limit:g}{unit}; {used:g}{unit} in use",
+        quota=quota,
+        limit=limit,
+        used=used,
+    )
+
+
+def _sandbox_limits(tenant: Tenant, use: TenantUsage, limits: Limits) -> None:
+    if use.sandboxes + 1 > tenant.max_sandboxes:
+        raise _over("sandboxes", tenant.max_sandboxes, use.sandboxes)
+    if use.memory_mb + limits.memory_mb > tenant.max_memory_mb:
+        raise _over("memory_mb", tenant.max_memory_mb, use.memory_mb, " MB")
+    if use.cpus + limits.cpus > tenant.max_cpus + 1e-9:
+        raise _over("cpus", tenant.max_cpus, use.cpus)
+    if limits.disk_mb is not None and use.disk_mb + limits.disk_mb > tenant.max_disk_mb:
+        raise _over("disk_mb", tenant.max_disk_mb, use.disk_mb, " MB")
 
 
 async def check_quota(
@@ -33,22 +55,47 @@ async def check_quota(
     *,
     network: bool,
     pool_max: tuple[str, int] | None,
+    ttl: int | None = None,
 ) -> None:
-    """Refuse a new sandbox the tenant may not have: network access it is not allowed, one past
-    its count, memory or cpu quota, or (``pool_max`` = (environment id, max)) one more in a pool
-    that already has ``max`` live sandboxes of ``image``. Locks the tenant row first."""
+    """Refuse a new sandbox the tenant may not have: network access it is not allowed, a ttl
+    it asked for (``ttl``) past its longest, one past its count, memory, cpu or disk quota, or (``pool_max`` =
+    (environment id, max)) one more in a pool that already has ``max`` live sandboxes of
+    ``image``. Locks the tenant row first."""
     tenant = await _lock_tenant(session, tenant_id)
     if network and not tenant.allow_network:
         raise NotPermitted("this tenant may not create sandboxes with network access")
-    count, memory, cpus = await SandboxRepository(session, tenant_id).usage()
-    if count + 1 > tenant.max_sandboxes:
-        raise QuotaExceeded(f"tenant has {count} live sandboxes; its quota is {tenant.max_sandboxes}")
-    if memory + limits.memory_mb > tenant.max_memory_mb:
-        raise QuotaExceeded(f"memory quota is {tenant.max_memory_mb} MB; {memory} MB in use")
-    if cpus + limits.cpus > tenant.max_cpus + 1e-9:
-        raise QuotaExceeded(f"cpu quota is {tenant.max_cpus}; {cpus:g} in use")
+    if tenant.max_ttl_seconds is not None and ttl is not None and ttl > tenant.max_ttl_seconds:
+        raise _over("ttl_seconds", tenant.max_ttl_seconds, ttl, " s")
+    _sandbox_limits(tenant, await tenant_usage(session, tenant_id), limits)
     if pool_max is not None:
         env_id, most = pool_max
         counts = await PoolRepository(session).counts(env_id)
         if sum(n for (img, _), n in counts.items() if img == image) >= most:
             raise NoCapacity(f"the {image!r} pool is full ({most} sandboxes); retry shortly", retry_after=2)
+
+
+async def tenant_ttl(session: AsyncSession, tenant_id: str, ttl: int | None) -> int | None:
+    """A ttl the service chose itself (its default) brought within the tenant's longest."""
+    most = (await session.get(Tenant, tenant_id)).max_ttl_seconds  # type: ignore[union-attr]
+    if most is None:
+        return ttl
+    return most if ttl is None else min(ttl, most)
+
+
+async def check_sessions(session: AsyncSession, tenant_id: str, *, starting: int = 1) -> None:
+    """Refuse when the tenant's live sessions (active or suspended), with ``starting`` more,
+    would pass its quota (``starting=0``: a check once the new one is recorded)."""
+    tenant = await session.get(Tenant, tenant_id)
+    assert tenant is not None
+    use = await tenant_usage(session, tenant_id)
+    if use.sessions + starting > tenant.max_sessions:
+        raise _over("sessions", tenant.max_sessions, use.sessions - (1 - starting))
+
+
+async def check_snapshots(session: AsyncSession, tenant_id: str) -> None:
+    """Refuse a new snapshot once what the tenant's snapshots keep reaches its quota."""
+    tenant = await session.get(Tenant, tenant_id)
+    assert tenant is not None
+    used_mb = (await tenant_usage(session, tenant_id)).snapshot_bytes / (1 << 20)
+    if used_mb >= tenant.max_snapshot_mb:
+        raise _over("snapshot_mb", tenant.max_snapshot_mb, round(used_mb, 1), " MB")

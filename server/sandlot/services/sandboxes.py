@@ -36,7 +36,7 @@ from sandlot.runtime.base import (
     Usage,
 )
 from sandlot.services.accounts import Principal
-from sandlot.services.quotas import check_quota
+from sandlot.services.quotas import check_quota, tenant_ttl
 from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
 from sandlot.store.repositories import ACTIVE, SandboxQuery, SandboxRepository
@@ -189,7 +189,10 @@ class SandboxService:
         """Write the sandbox's row (``created``) in the same transaction as the quota check,
         so the row counts against the quota before the lock on the tenant is let go."""
         async with self._sessions.begin() as session:
-            await check_quota(session, tenant_id, image, limits, network=ask.network, pool_max=pool_max)
+            await check_quota(
+                session, tenant_id, image, limits, network=ask.network, pool_max=pool_max, ttl=ask.ttl_seconds
+            )
+            ttl = await tenant_ttl(session, tenant_id, ttl)
             now = utcnow()
             row = Sandbox(
                 tenant_id=tenant_id,

@@ -23,6 +23,7 @@ from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.runtime.bridge import consume, tee
 from sandlot.runtime.shell import shell_state_dir
 from sandlot.services.accounts import Principal
+from sandlot.services.quotas import check_snapshots
 from sandlot.services.transfers import Transfers, primed
 from sandlot.settings import Settings
 from sandlot.store.blobs import BlobStore
@@ -88,6 +89,8 @@ class SnapshotService:
         """Snapshot the workspace and shell state of ``sess`` (on ``box``) into blob storage.
         The archive streams into the blob while its manifest is computed beside it."""
         assert box.runtime_ref is not None
+        async with self._sessions() as session:
+            await check_snapshots(session, sess.tenant_id)  # 429 once its storage quota is full
         with span("snapshot.take", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
             archive = await self.transfers.export(box)
             row = Snapshot(tenant_id=sess.tenant_id, session_id=sess.id, kind=kind, blob_key="")

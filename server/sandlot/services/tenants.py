@@ -16,7 +16,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sandlot.domain.errors import NotFound, NotPermitted
 from sandlot.domain.keys import TENANT_SCOPES, Scope
 from sandlot.services.accounts import AccountService, CreatedKey, Principal
-from sandlot.store.repositories import ApiKeyRepository, SandboxRepository, TenantRepository
+from sandlot.store.repositories import ApiKeyRepository, TenantRepository
+from sandlot.store.repositories.usage import TenantUsage, tenant_usage
 from sandlot.store.tables import ApiKey, Tenant
 
 __all__ = ["TenantService"]
@@ -43,13 +44,18 @@ class TenantService:
             raise NotFound(f"no tenant {id_or_name!r}")
         return found
 
-    async def usage(
-        self, principal: Principal, tenants: Sequence[Tenant]
-    ) -> dict[str, tuple[int, int, float]]:
-        """Per tenant the caller may see: (live sandboxes, their memory MB, their cpus)."""
+    async def update_tenant(self, principal: Principal, id_or_name: str, **fields: Any) -> Tenant:
+        """Change a tenant's quotas or network permission (operators; another tenant's is
+        "not found" to a tenant key, as everywhere, and its own is not permitted)."""
+        found = await self.tenant(principal, id_or_name)
+        principal.require(Scope.OPERATOR)
+        return await self._accounts.update_tenant(found.id, **fields)
+
+    async def usage(self, principal: Principal, tenants: Sequence[Tenant]) -> dict[str, TenantUsage]:
+        """What each tenant the caller may see uses now, against its quotas."""
         visible = [t for t in tenants if principal.is_operator or t.id == principal.tenant_id]
         async with self._reads() as session:
-            return {t.id: await SandboxRepository(session, t.id).usage() for t in visible}
+            return {t.id: await tenant_usage(session, t.id) for t in visible}
 
     async def create_key(
         self, principal: Principal, *, tenant: str | None, name: str, scopes: Sequence[str] | None

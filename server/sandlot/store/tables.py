@@ -42,6 +42,10 @@ class Tenant(SQLModel, table=True):
     max_sandboxes: int = 20
     max_memory_mb: int = 16384
     max_cpus: float = 8.0
+    max_sessions: int = 20
+    max_disk_mb: int = 64 * 1024  # workspace disk of its live sandboxes, together
+    max_snapshot_mb: int = 10 * 1024  # what its checkpoints and suspends keep, together
+    max_ttl_seconds: int | None = None  # None: the service's own max_ttl_seconds
     allow_network: bool = False
     created_at: datetime = _ts()
 

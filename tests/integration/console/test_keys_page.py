@@ -54,6 +54,37 @@ async def test_an_operator_makes_a_tenant_and_a_key_that_works(
         await client.delete(f"/v1/sandboxes/{box}", headers=theirs)
 
 
+async def test_an_operator_changes_a_tenants_quotas_and_a_tenant_cannot(
+    browser: AsyncTestClient, client: AsyncTestClient, operator: Headers, new_tenant: NewTenant
+) -> None:
+    alice = await new_tenant(max_sessions=5)
+    tenant = (await client.get("/v1/tenants", headers=alice)).json()[0]
+    await _sign_in(browser, key_of(operator))
+    page = await browser.get("/console/keys")
+    assert f'action="/console/tenants/{tenant["id"]}"' in page.text
+    assert f'data-testid="sessions-{tenant["name"]}">0/5<' in page.text
+    saved = await browser.post(
+        f"/console/tenants/{tenant['id']}",
+        data={"max_sessions": "7", "max_ttl_seconds": "900", "_csrf_token": _csrf(page.text)},
+    )
+    assert saved.status_code == 200 and f'data-testid="sessions-{tenant["name"]}">0/7<' in saved.text
+    now = (await client.get(f"/v1/tenants/{tenant['id']}", headers=alice)).json()
+    assert (now["max_sessions"], now["max_ttl_seconds"], now["max_sandboxes"]) == (7, 900, 20)
+    wrong = await browser.post(
+        f"/console/tenants/{tenant['id']}", data={"max_cpus": "-2", "_csrf_token": _csrf(saved.text)}
+    )
+    assert wrong.status_code == 200 and 'role="alert"' in wrong.text and "max_cpus" in wrong.text
+    # the tenant's own console has no quota form, and posting one is refused
+    await _sign_in(browser, key_of(alice))
+    own = await browser.get("/console/keys")
+    assert "quota-form" not in own.text
+    refused = await browser.post(
+        f"/console/tenants/{tenant['id']}", data={"max_sessions": "99", "_csrf_token": _csrf(own.text)}
+    )
+    assert refused.status_code == 403 or 'role="alert"' in refused.text
+    assert (await client.get(f"/v1/tenants/{tenant['id']}", headers=alice)).json()["max_sessions"] == 7
+
+
 async def test_a_tenant_key_sees_its_own_keys_and_revokes_them(
     browser: AsyncTestClient, client: AsyncTestClient, new_tenant: NewTenant
 ) -> None:

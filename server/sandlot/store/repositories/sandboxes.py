@@ -110,18 +110,6 @@ class SandboxRepository:
             query = query.where(col(Sandbox.tenant_id) == self.tenant_id)
         return {status: int(n) for status, n in (await self.session.execute(query)).all()}
 
-    async def usage(self) -> tuple[int, int, float]:
-        """(count, memory MB, cpus) of the tenant's live sandboxes, for quota checks."""
-        query = select(
-            func.count(),
-            func.coalesce(func.sum(col(Sandbox.memory_mb)), 0),
-            func.coalesce(func.sum(col(Sandbox.cpus)), 0.0),
-        ).where(col(Sandbox.status).in_(ACTIVE))
-        if self.tenant_id is not None:
-            query = query.where(col(Sandbox.tenant_id) == self.tenant_id)
-        count, memory, cpus = (await self.session.execute(query)).one()
-        return int(count), int(memory), float(cpus)
-
     async def expired(self, now: datetime) -> Sequence[Sandbox]:
         query = self._scoped().where(
             col(Sandbox.expires_at) <= now,

@@ -57,6 +57,8 @@ from .snapshot_out import SnapshotOut
 from .snapshot_out_diff import SnapshotOutDiff
 from .tenant_create import TenantCreate
 from .tenant_out import TenantOut
+from .tenant_update import TenantUpdate
+from .tenant_usage_out import TenantUsageOut
 from .v1_environments_features_features_response_200_item import V1EnvironmentsFeaturesFeaturesResponse200Item
 from .v1_sessions_session_id_features_activity_call_body import V1SessionsSessionIdFeaturesActivityCallBody
 from .workspace_imported import WorkspaceImported
@@ -119,6 +121,8 @@ __all__ = (
     "SnapshotOutDiff",
     "TenantCreate",
     "TenantOut",
+    "TenantUpdate",
+    "TenantUsageOut",
     "V1EnvironmentsFeaturesFeaturesResponse200Item",
     "V1SessionsSessionIdFeaturesActivityCallBody",
     "WorkspaceImported",

@@ -27,15 +27,23 @@ class TenantCreate:
             name (str):
             allow_network (bool | Unset):  Default: False.
             max_cpus (float | None | Unset):
+            max_disk_mb (int | None | Unset):
             max_memory_mb (int | None | Unset):
             max_sandboxes (int | None | Unset):
+            max_sessions (int | None | Unset):
+            max_snapshot_mb (int | None | Unset):
+            max_ttl_seconds (int | None | Unset): 0: no longest of its own (the service's)
      """
 
     name: str
     allow_network: bool | Unset = False
     max_cpus: float | None | Unset = UNSET
+    max_disk_mb: int | None | Unset = UNSET
     max_memory_mb: int | None | Unset = UNSET
     max_sandboxes: int | None | Unset = UNSET
+    max_sessions: int | None | Unset = UNSET
+    max_snapshot_mb: int | None | Unset = UNSET
+    max_ttl_seconds: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -53,6 +61,12 @@ class TenantCreate:
         else:
             max_cpus = self.max_cpus
 
+        max_disk_mb: int | None | Unset
+        if isinstance(self.max_disk_mb, Unset):
+            max_disk_mb = UNSET
+        else:
+            max_disk_mb = self.max_disk_mb
+
         max_memory_mb: int | None | Unset
         if isinstance(self.max_memory_mb, Unset):
             max_memory_mb = UNSET
@@ -65,6 +79,24 @@ class TenantCreate:
         else:
             max_sandboxes = self.max_sandboxes
 
+        max_sessions: int | None | Unset
+        if isinstance(self.max_sessions, Unset):
+            max_sessions = UNSET
+        else:
+            max_sessions = self.max_sessions
+
+        max_snapshot_mb: int | None | Unset
+        if isinstance(self.max_snapshot_mb, Unset):
+            max_snapshot_mb = UNSET
+        else:
+            max_snapshot_mb = self.max_snapshot_mb
+
+        max_ttl_seconds: int | None | Unset
+        if isinstance(self.max_ttl_seconds, Unset):
+            max_ttl_seconds = UNSET
+        else:
+            max_ttl_seconds = self.max_ttl_seconds
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -75,10 +107,18 @@ class TenantCreate:
             field_dict["allow_network"] = allow_network
         if max_cpus is not UNSET:
             field_dict["max_cpus"] = max_cpus
+        if max_disk_mb is not UNSET:
+            field_dict["max_disk_mb"] = max_disk_mb
         if max_memory_mb is not UNSET:
             field_dict["max_memory_mb"] = max_memory_mb
         if max_sandboxes is not UNSET:
             field_dict["max_sandboxes"] = max_sandboxes
+        if max_sessions is not UNSET:
+            field_dict["max_sessions"] = max_sessions
+        if max_snapshot_mb is not UNSET:
+            field_dict["max_snapshot_mb"] = max_snapshot_mb
+        if max_ttl_seconds is not UNSET:
+            field_dict["max_ttl_seconds"] = max_ttl_seconds
 
         return field_dict
 
@@ -101,6 +141,16 @@ class TenantCreate:
         max_cpus = _parse_max_cpus(d.pop("max_cpus", UNSET))
 
 
+        def _parse_max_disk_mb(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_disk_mb = _parse_max_disk_mb(d.pop("max_disk_mb", UNSET))
+
+
         def _parse_max_memory_mb(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -121,12 +171,46 @@ class TenantCreate:
         max_sandboxes = _parse_max_sandboxes(d.pop("max_sandboxes", UNSET))
 
 
+        def _parse_max_sessions(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_sessions = _parse_max_sessions(d.pop("max_sessions", UNSET))
+
+
+        def _parse_max_snapshot_mb(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_snapshot_mb = _parse_max_snapshot_mb(d.pop("max_snapshot_mb", UNSET))
+
+
+        def _parse_max_ttl_seconds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_ttl_seconds = _parse_max_ttl_seconds(d.pop("max_ttl_seconds", UNSET))
+
+
         tenant_create = cls(
             name=name,
             allow_network=allow_network,
             max_cpus=max_cpus,
+            max_disk_mb=max_disk_mb,
             max_memory_mb=max_memory_mb,
             max_sandboxes=max_sandboxes,
+            max_sessions=max_sessions,
+            max_snapshot_mb=max_snapshot_mb,
+            max_ttl_seconds=max_ttl_seconds,
         )
 
 

@@ -28,8 +28,12 @@ class TenantOut:
             created_at (datetime.datetime):
             id (str):
             max_cpus (float):
+            max_disk_mb (int):
             max_memory_mb (int):
             max_sandboxes (int):
+            max_sessions (int):
+            max_snapshot_mb (int):
+            max_ttl_seconds (int | None):
             name (str):
      """
 
@@ -37,8 +41,12 @@ class TenantOut:
     created_at: datetime.datetime
     id: str
     max_cpus: float
+    max_disk_mb: int
     max_memory_mb: int
     max_sandboxes: int
+    max_sessions: int
+    max_snapshot_mb: int
+    max_ttl_seconds: int | None
     name: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -55,9 +63,18 @@ class TenantOut:
 
         max_cpus = self.max_cpus
 
+        max_disk_mb = self.max_disk_mb
+
         max_memory_mb = self.max_memory_mb
 
         max_sandboxes = self.max_sandboxes
+
+        max_sessions = self.max_sessions
+
+        max_snapshot_mb = self.max_snapshot_mb
+
+        max_ttl_seconds: int | None
+        max_ttl_seconds = self.max_ttl_seconds
 
         name = self.name
 
@@ -69,8 +86,12 @@ class TenantOut:
             "created_at": created_at,
             "id": id,
             "max_cpus": max_cpus,
+            "max_disk_mb": max_disk_mb,
             "max_memory_mb": max_memory_mb,
             "max_sandboxes": max_sandboxes,
+            "max_sessions": max_sessions,
+            "max_snapshot_mb": max_snapshot_mb,
+            "max_ttl_seconds": max_ttl_seconds,
             "name": name,
         })
 
@@ -92,9 +113,23 @@ class TenantOut:
 
         max_cpus = d.pop("max_cpus")
 
+        max_disk_mb = d.pop("max_disk_mb")
+
         max_memory_mb = d.pop("max_memory_mb")
 
         max_sandboxes = d.pop("max_sandboxes")
+
+        max_sessions = d.pop("max_sessions")
+
+        max_snapshot_mb = d.pop("max_snapshot_mb")
+
+        def _parse_max_ttl_seconds(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        max_ttl_seconds = _parse_max_ttl_seconds(d.pop("max_ttl_seconds"))
+
 
         name = d.pop("name")
 
@@ -103,8 +138,12 @@ class TenantOut:
             created_at=created_at,
             id=id,
             max_cpus=max_cpus,
+            max_disk_mb=max_disk_mb,
             max_memory_mb=max_memory_mb,
             max_sandboxes=max_sandboxes,
+            max_sessions=max_sessions,
+            max_snapshot_mb=max_snapshot_mb,
+            max_ttl_seconds=max_ttl_seconds,
             name=name,
         )
 

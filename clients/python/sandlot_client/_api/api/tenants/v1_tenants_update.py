@@ -1,0 +1,234 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.tenant_out import TenantOut
+from ...models.tenant_update import TenantUpdate
+from typing import cast
+
+
+
+def _get_kwargs(
+    tenant: str,
+    *,
+    body: TenantUpdate,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/v1/tenants/{tenant}".format(tenant=quote(str(tenant), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | TenantOut | None:
+    if response.status_code == 200:
+        response_200 = TenantOut.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | TenantOut]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: TenantUpdate,
+
+) -> Response[Problem | TenantOut]:
+    """ Change a tenant's quotas (operators)
+
+    Args:
+        tenant (str):
+        body (TenantUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TenantOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: TenantUpdate,
+
+) -> Problem | TenantOut | None:
+    """ Change a tenant's quotas (operators)
+
+    Args:
+        tenant (str):
+        body (TenantUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TenantOut
+     """
+
+
+    return sync_detailed(
+        tenant=tenant,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: TenantUpdate,
+
+) -> Response[Problem | TenantOut]:
+    """ Change a tenant's quotas (operators)
+
+    Args:
+        tenant (str):
+        body (TenantUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | TenantOut]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    tenant: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: TenantUpdate,
+
+) -> Problem | TenantOut | None:
+    """ Change a tenant's quotas (operators)
+
+    Args:
+        tenant (str):
+        body (TenantUpdate):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | TenantOut
+     """
+
+
+    return (await asyncio_detailed(
+        tenant=tenant,
+client=client,
+body=body,
+
+    )).parsed

@@ -1,0 +1,49 @@
+"""What a tenant uses now, against its quotas: live sandboxes (their count, memory, CPUs and
+disk), live sessions (active or suspended: both hold a sandbox), and snapshot storage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import func
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col, select
+
+from sandlot.domain.status import SESSION_ACTIVE, SESSION_SUSPENDED
+from sandlot.store.repositories.sandboxes import ACTIVE
+from sandlot.store.tables import Sandbox, Session, Snapshot
+
+__all__ = ["TenantUsage", "tenant_usage"]
+
+
+@dataclass(frozen=True, slots=True)
+class TenantUsage:
+    sandboxes: int
+    memory_mb: int
+    cpus: float
+    disk_mb: int
+    sessions: int
+    snapshot_bytes: int
+
+
+async def tenant_usage(session: AsyncSession, tenant_id: str) -> TenantUsage:
+    boxes = select(
+        func.count(),
+        func.coalesce(func.sum(col(Sandbox.memory_mb)), 0),
+        func.coalesce(func.sum(col(Sandbox.cpus)), 0.0),
+        func.coalesce(func.sum(col(Sandbox.disk_mb)), 0),
+    ).where(col(Sandbox.tenant_id) == tenant_id, col(Sandbox.status).in_(ACTIVE))
+    count, memory, cpus, disk = (await session.execute(boxes)).one()
+    live = (SESSION_ACTIVE, SESSION_SUSPENDED)
+    sessions = select(func.count()).where(col(Session.tenant_id) == tenant_id, col(Session.status).in_(live))
+    stored = select(func.coalesce(func.sum(col(Snapshot.size_bytes)), 0)).where(
+        col(Snapshot.tenant_id) == tenant_id
+    )
+    return TenantUsage(
+        sandboxes=int(count),
+        memory_mb=int(memory),
+        cpus=float(cpus),
+        disk_mb=int(disk or 0),
+        sessions=int((await session.execute(sessions)).scalar_one()),
+        snapshot_bytes=int((await session.execute(stored)).scalar_one() or 0),
+    )
