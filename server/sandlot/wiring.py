@@ -63,10 +63,12 @@ async def assemble(
     async with AsyncExitStack() as stack:
         engine = make_engine(settings.database_url)
         stack.push_async_callback(engine.dispose)
+        counters = make_engine(settings.database_url, durable=False)  # the rate limit's buckets
+        stack.push_async_callback(counters.dispose)
         _trace(stack, provider, engine)
         rt = await _runtime(stack, settings, runtime, provider)
         sessions = make_sessionmaker(engine)
-        services, recorder, shells = await _services(settings, engine, sessions, rt)
+        services, recorder, shells = await _services(settings, engine, sessions, rt, counters)
         stack.push_async_callback(shells.close_all)
         stack.push_async_callback(recorder.flush)
         reconciler = Reconciler(
@@ -116,6 +118,7 @@ async def _services(
     engine: AsyncEngine,
     sessions: async_sessionmaker[AsyncSession],
     rt: SandboxRuntime,
+    counters: AsyncEngine,
 ) -> tuple[Services, ActivityRecorder, ShellManager]:
     # Reads on the request path skip BEGIN/ROLLBACK round trips.
     reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
@@ -162,7 +165,11 @@ async def _services(
         tenants=TenantService(accounts, reads),
         overview=OverviewService(reads, environments, pools, health),
         charts=ChartService(reads),
-        limits=RateLimiter(reads, settings.rate_limit_per_second, settings.rate_limit_burst),
+        limits=RateLimiter(
+            make_sessionmaker(counters.execution_options(isolation_level="AUTOCOMMIT")),
+            settings.rate_limit_per_second,
+            settings.rate_limit_burst,
+        ),
         audit=AuditService(sessions, reads),
     )
     return services, recorder, shells
