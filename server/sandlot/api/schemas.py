@@ -142,9 +142,16 @@ class ExecOut(BaseModel):
     stderr: str
     encoding: Literal["utf-8", "base64"]
     duration_ms: float
-    timed_out: bool
+    timed_out: bool = Field(description="Killed (with everything it started) at its timeout.")
     truncated: bool
-    oom_killed: bool
+    oom_killed: bool = Field(
+        description="The command failed and the sandbox's memory limit killed a process since the last look."
+    )
+    pids_limited: bool = Field(
+        default=False,
+        description="The command failed and a fork in the sandbox was refused at its process "
+        "limit (`pids`) since the last look: a fork bomb or too many processes.",
+    )
 
     @classmethod
     def from_result(cls, res: ExecResult) -> ExecOut:
@@ -155,6 +162,7 @@ class ExecOut(BaseModel):
             timed_out=res.timed_out,
             truncated=res.truncated,
             oom_killed=res.oom_killed,
+            pids_limited=res.pids_limited,
         )
 
 

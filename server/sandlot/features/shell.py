@@ -11,13 +11,12 @@ from sandlot.domain.errors import SandboxStateError, SandlotError
 from sandlot.domain.paths import resolve_cwd
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
 from sandlot.observability.tracing import traced_env
-from sandlot.runtime.base import ExecRequest
+from sandlot.runtime.base import ExecRequest, LimitsHit
 from sandlot.runtime.output import decode_input, decode_output
 
 __all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]
 
 KEEPALIVE_SECONDS = 5.0
-SIGKILL_EXIT = 137
 
 
 class RunArgs(ActivityArgs):
@@ -38,14 +37,15 @@ class ExecArgs(ActivityArgs):
     timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
 
 
-def _result(res: Any, oom_killed: bool) -> dict[str, Any]:
+def _result(res: Any, hit: LimitsHit) -> dict[str, Any]:
     return {
         "exit_code": res.exit_code,
         **decode_output(res.stdout, res.stderr),
         "duration_ms": round(res.duration_ms, 3),
         "timed_out": res.timed_out,
         "truncated": res.truncated,
-        "oom_killed": oom_killed,
+        "oom_killed": hit.oom_killed,
+        "pids_limited": hit.pids_limited,
     }
 
 
@@ -75,8 +75,9 @@ class ShellFeature(Feature):
             silence_timeout=args.silence_timeout,
             output_limit=ctx.settings.exec_output_limit,
         )
-        oom = res.exit_code == SIGKILL_EXIT and await ctx.runtime.oom_killed(ctx.ref)
-        return {**_result(res, oom), "silence_timed_out": res.silence_timed_out}
+        # a failed command may have met a limit: one look at the sandbox's counters says which
+        hit = await ctx.runtime.limits_hit(ctx.ref) if res.exit_code != 0 else LimitsHit()
+        return {**_result(res, hit), "silence_timed_out": res.silence_timed_out}
 
     @activity(ExecArgs)
     async def exec(self, ctx: SessionContext, args: ExecArgs) -> dict[str, Any]:
@@ -94,7 +95,7 @@ class ShellFeature(Feature):
         res = await ctx.runtime.exec(ctx.ref, request)
         if ctx.metrics is not None:
             ctx.metrics.command.labels("exec").observe(res.duration_ms / 1000)
-        return _result(res, res.oom_killed)
+        return _result(res, LimitsHit(res.oom_killed, res.pids_limited))
 
     async def teardown_session(self, ctx: SessionContext) -> None:
         assert ctx.shells is not None

@@ -22,6 +22,7 @@ __all__ = [
     "ExecResult",
     "FileStream",
     "Limits",
+    "LimitsHit",
     "OwnedSandbox",
     "ProcessStream",
     "SandboxRuntime",
@@ -97,7 +98,10 @@ class ExecResult:
     """What a finished (or killed) command produced.
 
     ``exit_code`` is None when the command was killed for its timeout; ``truncated`` says the
-    output passed ``output_limit`` and the rest was drained and discarded.
+    output passed ``output_limit`` and the rest was drained and discarded. After a command that
+    failed (non-zero exit or timeout) the sandbox's limit counters are read: ``oom_killed`` says
+    the kernel killed a process for memory, ``pids_limited`` that a fork was refused at the
+    process limit, since the last look (the sandbox's, not only this command's).
     """
 
     exit_code: int | None
@@ -107,6 +111,16 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False
     oom_killed: bool = False
+    pids_limited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LimitsHit:
+    """Which of a sandbox's limits stopped something since the last look: the memory limit
+    (a process OOM-killed) and the process limit (a fork refused)."""
+
+    oom_killed: bool = False
+    pids_limited: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +254,11 @@ class SandboxRuntime(Protocol):
 
     async def oom_killed(self, ref: str) -> bool:
         """Whether the kernel OOM-killed a process in the sandbox since the last call."""
+        ...
+
+    async def limits_hit(self, ref: str) -> LimitsHit:
+        """Whether the memory or the process limit stopped something in the sandbox since the
+        last look (either this or :meth:`oom_killed`); all False when it cannot tell."""
         ...
 
     async def usage(self, ref: str) -> Usage:

@@ -30,6 +30,7 @@ from sandlot.runtime.base import (
     ExecRequest,
     ExecResult,
     FileStream,
+    LimitsHit,
     OwnedSandbox,
     SandboxSpec,
     Usage,
@@ -38,7 +39,7 @@ from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, conta
 from sandlot.runtime.docker_reset import CleanSlate
 from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
-from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, OOM_COUNT, STATE_ROOT
+from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, LIMIT_COUNTS, STATE_ROOT
 
 __all__ = ["DockerRuntime"]
 
@@ -67,7 +68,7 @@ class DockerRuntime:
         self._url = url
         self._instance = instance
         self._client: aiodocker.Docker | None = None
-        self._oom_seen: dict[str, int] = {}
+        self._limits_seen: dict[str, tuple[int, int]] = {}  # OOM kills, refused forks
         self.disk_limits = False
         self._storage_checked = False
         self._facts: dict[str, Facts] = {}
@@ -176,7 +177,7 @@ class DockerRuntime:
         except (SandboxStateError, TimeoutError) as exc:
             await self.remove(container.id)
             raise SandboxStateError(f"sandbox did not become ready: {exc}") from exc
-        self._oom_seen[container.id] = 0
+        self._limits_seen[container.id] = (0, 0)
         await self._clean.learn(container.id, spec.workspace)
         return str(container.id)
 
@@ -205,7 +206,7 @@ class DockerRuntime:
         raise SandboxStateError(f"could not create container {name}")
 
     async def remove(self, ref: str) -> None:
-        self._oom_seen.pop(ref, None)
+        self._limits_seen.pop(ref, None)
         self._facts.pop(ref, None)
         self._clean.forget(ref)
 
@@ -325,15 +326,18 @@ class DockerRuntime:
             log.warning("could not kill process session %s in %s: %s", sid, ref[:12], exc)
 
     async def oom_killed(self, ref: str) -> bool:
-        """Whether the container's OOM-kill counter moved since we last looked."""
+        return (await self.limits_hit(ref)).oom_killed
+
+    async def limits_hit(self, ref: str) -> LimitsHit:
+        """Whether the container's OOM-kill or refused-fork counter moved since we last looked."""
         try:
-            res = await self.run_quick(ref, ["/bin/sh", "-c", OOM_COUNT])
-            count = int(res.stdout.strip() or 0)
+            res = await self.run_quick(ref, ["/bin/sh", "-c", LIMIT_COUNTS])
+            oom, pids = (int(n) for n in res.stdout.split())
         except (SandboxStateError, RuntimeUnavailable, TimeoutError, ValueError):
-            return False
-        seen = self._oom_seen.get(ref, 0)
-        self._oom_seen[ref] = count
-        return count > seen
+            return LimitsHit()
+        seen_oom, seen_pids = self._limits_seen.get(ref, (0, 0))
+        self._limits_seen[ref] = (oom, pids)
+        return LimitsHit(oom_killed=oom > seen_oom, pids_limited=pids > seen_pids)
 
     async def usage(self, ref: str) -> Usage:
         with engine("stats"):

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from sandlot.runtime.base import ExecRequest, ExecResult
+from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit
 from sandlot.runtime.docker_streams import PtyExecStream, engine, send_stdin
 from sandlot.runtime.output import CappedBuffer
 from sandlot.runtime.scripts import REPORT_PID_AND_EXEC
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from sandlot.runtime.docker import DockerRuntime
 
 __all__ = ["open_terminal", "run_command", "run_quick"]
-
-_SIGKILL_EXIT = 137
 
 
 async def run_quick(
@@ -67,7 +65,9 @@ async def run_quick(
 
 async def run_command(rt: DockerRuntime, ref: str, request: ExecRequest) -> ExecResult:
     """Run a tenant's command; on timeout, kill its whole session (the pid its wrapper
-    reported), and tell an exit by SIGKILL that was the memory limit from one that was not."""
+    reported). After a failure (a non-zero exit or a timeout), say whether the memory or the
+    process limit stopped something: the client can tell "out of memory" or "fork refused"
+    from its own bug."""
     request.validate()
     start = time.perf_counter()
     argv = ["/bin/sh", "-c", REPORT_PID_AND_EXEC, "sh", request.cwd or "", *request.argv()]
@@ -107,12 +107,8 @@ async def run_command(rt: DockerRuntime, ref: str, request: ExecRequest) -> Exec
             await asyncio.wait_for(task, timeout=2.0)
         except TimeoutError:
             task.cancel()
-    exit_code: int | None = None
-    oom = False
-    if not timed_out:
-        exit_code = await rt.exit_code(exe)
-        if exit_code == _SIGKILL_EXIT:
-            oom = await rt.oom_killed(ref)
+    exit_code = None if timed_out else await rt.exit_code(exe)
+    hit = await rt.limits_hit(ref) if exit_code != 0 else LimitsHit()
     return ExecResult(
         exit_code=exit_code,
         stdout=out.getvalue(),
@@ -120,7 +116,8 @@ async def run_command(rt: DockerRuntime, ref: str, request: ExecRequest) -> Exec
         duration_ms=(time.perf_counter() - start) * 1000,
         timed_out=timed_out,
         truncated=out.truncated or err.truncated,
-        oom_killed=oom,
+        oom_killed=hit.oom_killed,
+        pids_limited=hit.pids_limited,
     )
 
 

@@ -24,7 +24,15 @@ from typing import IO
 
 from sandlot.domain.errors import ImageNotFound, InvalidInput, PayloadTooLarge, SandboxStateError
 from sandlot.runtime.archives import ArchiveReport
-from sandlot.runtime.base import ExecRequest, ExecResult, FileStream, OwnedSandbox, SandboxSpec, Usage
+from sandlot.runtime.base import (
+    ExecRequest,
+    ExecResult,
+    FileStream,
+    LimitsHit,
+    OwnedSandbox,
+    SandboxSpec,
+    Usage,
+)
 from sandlot.runtime.bridge import CHUNK, consume, produce, run_blocking
 from sandlot.runtime.local_bwrap import SANDBOX_STATE, Confinement
 from sandlot.runtime.local_fs import Workspace
@@ -250,6 +258,9 @@ class LocalRuntime:
 
     async def oom_killed(self, ref: str) -> bool:
         return False  # memory is bounded by prlimit: an allocation fails instead
+
+    async def limits_hit(self, ref: str) -> LimitsHit:
+        return LimitsHit()  # prlimit keeps no count of what it refused
 
     async def usage(self, ref: str) -> Usage:
         meta = self._meta(ref)

@@ -8,7 +8,7 @@ from __future__ import annotations
 __all__ = [
     "KILL_SESSION",
     "KILL_TREE",
-    "OOM_COUNT",
+    "LIMIT_COUNTS",
     "PROC_FOLLOW",
     "PROC_READ",
     "PROC_START",
@@ -94,14 +94,21 @@ exit 0
 """
 )
 
-#: Prints how many processes the kernel OOM-killed in this container (cgroup v1 or v2).
-OOM_COUNT = r"""
+#: Prints two counts of this container's cgroup (v1 or v2): processes the kernel OOM-killed,
+#: and forks refused at the process limit. Built-ins only: it must run when no fork can.
+LIMIT_COUNTS = r"""
+oom=0; pids=0
 for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do
   if [ -r "$f" ]; then
-    while read -r k v; do [ "$k" = oom_kill ] && { echo "$v"; exit 0; }; done < "$f"
+    while read -r k v; do [ "$k" = oom_kill ] && oom=$v; done < "$f"; break
   fi
 done
-echo 0
+for f in /sys/fs/cgroup/pids.events /sys/fs/cgroup/pids/pids.events; do
+  if [ -r "$f" ]; then
+    while read -r k v; do [ "$k" = max ] && pids=$v; done < "$f"; break
+  fi
+done
+echo "$oom $pids"
 """
 
 #: The places a session can write besides the workspace; a reset empties them all.

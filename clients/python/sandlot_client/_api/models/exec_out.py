@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 from ..models.exec_out_encoding import ExecOutEncoding
+from ..types import UNSET, Unset
 from typing import cast
 
 
@@ -27,11 +28,13 @@ class ExecOut:
             duration_ms (float):
             encoding (ExecOutEncoding):
             exit_code (int | None):
-            oom_killed (bool):
+            oom_killed (bool): The command failed and the sandbox's memory limit killed a process since the last look.
             stderr (str):
             stdout (str):
-            timed_out (bool):
+            timed_out (bool): Killed (with everything it started) at its timeout.
             truncated (bool):
+            pids_limited (bool | Unset): The command failed and a fork in the sandbox was refused at its process limit
+                (`pids`) since the last look: a fork bomb or too many processes. Default: False.
      """
 
     duration_ms: float
@@ -42,6 +45,7 @@ class ExecOut:
     stdout: str
     timed_out: bool
     truncated: bool
+    pids_limited: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -66,6 +70,8 @@ class ExecOut:
 
         truncated = self.truncated
 
+        pids_limited = self.pids_limited
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -79,6 +85,8 @@ class ExecOut:
             "timed_out": timed_out,
             "truncated": truncated,
         })
+        if pids_limited is not UNSET:
+            field_dict["pids_limited"] = pids_limited
 
         return field_dict
 
@@ -112,6 +120,8 @@ class ExecOut:
 
         truncated = d.pop("truncated")
 
+        pids_limited = d.pop("pids_limited", UNSET)
+
         exec_out = cls(
             duration_ms=duration_ms,
             encoding=encoding,
@@ -121,6 +131,7 @@ class ExecOut:
             stdout=stdout,
             timed_out=timed_out,
             truncated=truncated,
+            pids_limited=pids_limited,
         )
 
 
