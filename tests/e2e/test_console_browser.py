@@ -76,8 +76,8 @@ _CONTROLS = """() => {
   const named = (e) => (e.innerText || '').trim() || e.getAttribute('aria-label') ||
                        (e.labels && e.labels.length) || e.title || e.getAttribute('placeholder');
   const all = [...document.querySelectorAll('a[href], button, input, select, textarea, [tabindex]')]
-    .filter((e) => !e.disabled && e.tabIndex >= 0 && e.type !== 'hidden' && e.getClientRects().length &&
-                   getComputedStyle(e).visibility !== 'hidden');
+    .filter((e) => !e.disabled && e.tabIndex >= 0 && e.type !== 'hidden' &&
+                   e.checkVisibility({visibilityProperty: true}));
   const unnamed = all.filter((e) => !named(e)).map((e) => e.outerHTML.slice(0, 160));
   return {controls: all.map(describe), unnamed: unnamed};
 }"""
@@ -154,6 +154,12 @@ async def test_sign_in_watch_a_pool_fill_kill_sandboxes_and_sign_out(
     secret = (await page.get_by_test_id("new-secret").inner_text()).strip()
     await _shot(page, "keys")
     await _phone_and_keyboard(page, "keys")
+    # the audit trail: the tenant and key made above in the console are there, newest first
+    await page.get_by_role("link", name="Audit").click()
+    await expect(page.get_by_role("heading", name="Audit trail")).to_be_visible()
+    await expect(page.locator("table.rows")).to_contain_text("POST /console/keys")
+    await _shot(page, "audit")
+    await _phone_and_keyboard(page, "audit")
     async with httpx.AsyncClient(base_url=console_server, timeout=60) as anon:
         mine = await anon.get("/v1/keys", headers={"Authorization": f"Bearer {secret}"})
         assert mine.status_code == 200 and [k["name"] for k in mine.json()] == ["from the browser"]

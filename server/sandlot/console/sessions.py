@@ -5,6 +5,7 @@ page asks for) and a file browser of the workspace (list, download, upload)."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -14,6 +15,7 @@ from litestar.response import Stream, Template
 
 from sandlot.api.deps import ServicesDep
 from sandlot.console.auth import User
+from sandlot.console.forms import reported
 from sandlot.domain.errors import InvalidInput, NotFound, SandlotError
 from sandlot.domain.status import SESSION_ACTIVE
 
@@ -70,9 +72,14 @@ class SessionsController(Controller):
 
     @get("/{session_id:str}/processes")
     async def processes(self, session_id: FromPath[str], services: ServicesDep, user: User) -> Template:
-        """The session's background processes (their state read from the sandbox)."""
-        rows = await services.processes.list(user, session_id)
-        return Template("console/_processes.html", context={"s_id": session_id, "rows": rows})
+        """The session's background processes (their state read from the sandbox). Once the
+        session cannot list them (it ended meanwhile), the fragment says so and answers 286,
+        which stops htmx polling it."""
+        rows: Sequence[Any] = []
+        with reported() as done:
+            rows = await services.processes.list(user, session_id)
+        context = {"s_id": session_id, "rows": rows, "error": done.error}
+        return Template("console/_processes.html", context=context, status_code=286 if done.error else 200)
 
     @get("/{session_id:str}/processes/{process_id:str}/output")
     async def process_output(

@@ -19,7 +19,7 @@ from litestar.template.config import TemplateConfig
 from sandlot.console.accounts import AccountsController
 from sandlot.console.auth import SignInController, signed_in, to_sign_in
 from sandlot.console.environments import EnvironmentsController
-from sandlot.console.pages import OverviewController
+from sandlot.console.pages import AuditController, OverviewController
 from sandlot.console.sandboxes import SandboxesController
 from sandlot.console.sessions import SessionsController
 from sandlot.domain.errors import NotAuthenticated
@@ -51,6 +51,7 @@ def console_parts(settings: Settings) -> ConsoleParts:
         route_handlers=[
             SignInController,
             OverviewController,
+            AuditController,
             SandboxesController,
             AccountsController,
             EnvironmentsController,

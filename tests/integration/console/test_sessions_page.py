@@ -99,6 +99,11 @@ async def test_a_sessions_page_its_files_and_its_terminal_token(
         assert tar.status_code == 200 and b"hi from the console" in tar.content
         other = await browser.get(f"/console/sessions/{theirs}/checkpoints/{snap['id']}/archive")
         assert other.status_code == 404
+
+        # once the session ends, its processes fragment says so and stops its polling (286)
+        assert (await client.delete(f"/v1/sessions/{mine}", headers=alice)).status_code == 204
+        ended = await browser.get(f"/console/sessions/{mine}/processes")
+        assert ended.status_code == 286 and "No processes to show" in ended.text, ended.text
     finally:
         for who, h in (("alice", alice), ("bob", bob)):
             await client.delete(f"/v1/sessions/{sessions[who]}", headers=h)

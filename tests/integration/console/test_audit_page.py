@@ -1,0 +1,33 @@
+"""The console's audit page: operators see every tenant's state changes (or one tenant's), a
+tenant sees its own only, and a filter value that is not an id is no filter."""
+
+from __future__ import annotations
+
+from litestar.testing import AsyncTestClient
+
+from tests.conftest import BUSYBOX
+from tests.integration.conftest import Headers, NewTenant, key_of
+from tests.integration.console.test_sign_in import _sign_in
+
+
+async def test_operators_see_every_tenants_trail_and_tenants_their_own(
+    browser: AsyncTestClient, client: AsyncTestClient, new_tenant: NewTenant, operator: Headers
+) -> None:
+    alice, bob = await new_tenant(), await new_tenant()
+    mine = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=alice)).json()
+    theirs = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()
+    try:
+        await _sign_in(browser, key_of(operator))
+        page = await browser.get("/console/audit/", params={"tenant": mine["tenant_id"]})
+        assert page.status_code == 200 and "Audit trail" in page.text
+        assert mine["id"] in page.text and theirs["id"] not in page.text
+        assert "POST /v1/sandboxes" in page.text
+        everyone = await browser.get("/console/audit/", params={"tenant": "not an id!"})
+        assert mine["id"] in everyone.text and theirs["id"] in everyone.text
+
+        await _sign_in(browser, key_of(bob))
+        own = await browser.get("/console/audit/", params={"tenant": mine["tenant_id"]})
+        assert own.status_code == 200 and theirs["id"] in own.text and mine["id"] not in own.text
+    finally:
+        await client.delete(f"/v1/sandboxes/{mine['id']}", headers=alice)
+        await client.delete(f"/v1/sandboxes/{theirs['id']}", headers=bob)
