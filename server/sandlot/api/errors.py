@@ -1,7 +1,10 @@
 """One table from error codes to HTTP statuses, and problem-details responses.
 
 Domain and runtime code raise :class:`~sandlot.domain.errors.SandlotError`; only this module
-knows about HTTP. Unexpected errors become a 500 problem with no traceback in the body.
+knows about HTTP. A store that cannot be reached (the database down or restarting: the
+driver's connection errors, refused or dropped connections) is a 503 ``store_unavailable`` a
+client may retry, never a 500. Unexpected errors become a 500 problem with no traceback in the
+body.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from sandlot.domain.errors import NoCapacity, RateLimited, SandlotError
 
@@ -37,6 +41,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "sandbox_state_error": 502,
     "environment_outage": 503,
     "runtime_unavailable": 503,
+    "store_unavailable": 503,
     "internal_error": 500,
 }
 
@@ -104,6 +109,17 @@ def _undecodable(_: Request[Any, Any, Any], exc: UnicodeDecodeError) -> Response
     return problem(400, "bad_request", f"the request body is not valid UTF-8: {exc.reason}")
 
 
+def _store_unavailable(req: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
+    log.warning("the store cannot be reached on %s %s: %s", req.method, req.url.path, type(exc).__name__)
+    return problem(
+        STATUS_BY_CODE["store_unavailable"],
+        "store_unavailable",
+        "the database cannot be reached right now; retry shortly",
+        {"Retry-After": "1"},
+        retryable=True,
+    )
+
+
 def _unexpected(req: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     log.exception("unhandled error on %s %s", req.method, req.url.path, exc_info=exc)
     return problem(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "internal server error")
@@ -114,5 +130,10 @@ exception_handlers: dict[Any, Any] = {
     ValidationException: _validation,
     HTTPException: _http,
     UnicodeDecodeError: _undecodable,
+    # the driver's errors for a store that is down, restarting or dropped the connection, and
+    # the bare OSError a refused connect raises before the driver wraps anything
+    OperationalError: _store_unavailable,
+    InterfaceError: _store_unavailable,
+    ConnectionError: _store_unavailable,
     Exception: _unexpected,
 }

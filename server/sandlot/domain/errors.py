@@ -121,7 +121,8 @@ class RateLimited(SandlotError):
 
 
 class DiskFull(SandlotError, OSError):
-    """The sandbox's disk (its ``disk_mb``) is full; the sandbox itself stays usable."""
+    """A disk is full: the sandbox's (its ``disk_mb``), or the service's blob storage (a
+    snapshot or asset that does not fit is not kept). Either way the sandbox stays usable."""
 
     code = "disk_full"
 

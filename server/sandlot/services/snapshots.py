@@ -9,6 +9,7 @@ shell state back, so the next command starts where the last one left off.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
 
@@ -38,6 +39,15 @@ def shell_cwd(state: str) -> str | None:
     """The cwd recorded in a shell state file (``export __SL_CWD='...'``), if any."""
     found = _CWD.search(state)
     return found.group(1).replace("'\"'\"'", "'") if found else None
+
+
+async def _drain(archive: AsyncIterator[bytes]) -> None:
+    """Read the rest of an export whose blob failed (a full disk): an engine's export left
+    half-read keeps the container locked (the next exec on it hangs). It is bounded by the
+    snapshot limit, and an error in it is the first error's business, not this one's."""
+    with contextlib.suppress(Exception):
+        async for _ in archive:
+            pass
 
 
 class SnapshotService:
@@ -123,8 +133,10 @@ class SnapshotService:
                 lambda chunks: self._blobs.put(key, chunks),
                 lambda chunks: consume(chunks, manifest),
             )
-        except BaseException:
+        except BaseException as exc:
             await self._blobs.delete(key)
+            if isinstance(exc, Exception):
+                await _drain(archive)
             raise
 
     async def restore(self, snap: Snapshot, box: Sandbox, session_id: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import re
 import secrets
@@ -16,18 +17,20 @@ from collections.abc import AsyncIterable, AsyncIterator
 from pathlib import Path
 from typing import IO, Protocol
 
-from sandlot.domain.errors import NotFound
+from sandlot.domain.errors import DiskFull, NotFound
 
 __all__ = ["BlobStore", "FileBlobStore", "one_chunk"]
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 _CHUNK = 1 << 16
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class BlobStore(Protocol):
     async def put(self, key: str, chunks: AsyncIterable[bytes]) -> int:
         """Store the chunks under ``key`` atomically (readers see all of it or nothing); the
-        number of bytes stored. If ``chunks`` fails, nothing is stored and the error goes on."""
+        number of bytes stored. If ``chunks`` fails, nothing is stored and the error goes on;
+        a store with no room left raises ``DiskFull``, having stored nothing."""
         ...
 
     def get(self, key: str) -> AsyncIterator[bytes]:
@@ -45,7 +48,8 @@ async def one_chunk(data: bytes) -> AsyncIterator[bytes]:
 
 
 class FileBlobStore:
-    """Blobs as files under ``root``, written to a temporary name, fsynced, then renamed."""
+    """Blobs as files under ``root``, written to a temporary name, fsynced, then renamed. A
+    full filesystem (or quota) is ``DiskFull`` (507), and the partial file is removed."""
 
     def __init__(self, root: Path) -> None:
         self._root = root.absolute()
@@ -63,7 +67,12 @@ class FileBlobStore:
             path.parent.mkdir(parents=True, exist_ok=True)
             return open(tmp, "wb")
 
-        handle = await asyncio.to_thread(open_tmp)
+        try:
+            handle = await asyncio.to_thread(open_tmp)
+        except OSError as exc:
+            if (full := _full(exc, key)) is not None:
+                raise full from exc
+            raise
         size = 0
         try:
             async for chunk in chunks:
@@ -71,10 +80,13 @@ class FileBlobStore:
                 size += len(chunk)
             await asyncio.to_thread(_sync_and_close, handle)
             await asyncio.to_thread(os.replace, tmp, path)
-        except BaseException:
-            handle.close()
+        except BaseException as exc:
+            with contextlib.suppress(OSError):  # closing flushes: on a full disk that fails too
+                handle.close()
             with contextlib.suppress(OSError):
                 tmp.unlink()
+            if (full := _full(exc, key)) is not None:
+                raise full from exc
             raise
         return size
 
@@ -107,6 +119,13 @@ class FileBlobStore:
                     tmp.unlink()
 
         await asyncio.to_thread(clean)
+
+
+def _full(exc: BaseException, key: str) -> DiskFull | None:
+    """``DiskFull`` for an error that says the filesystem (or a quota) has no room left."""
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        return DiskFull("no space left in blob storage", kind=key.split("/")[0])
+    return None
 
 
 def _sync_and_close(handle: IO[bytes]) -> None:
