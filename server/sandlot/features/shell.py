@@ -11,7 +11,7 @@ from sandlot.domain.errors import SandboxStateError, SandlotError
 from sandlot.domain.paths import resolve_cwd
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
 from sandlot.observability.tracing import traced_env
-from sandlot.runtime.base import ExecRequest, LimitsHit
+from sandlot.runtime.base import ExecRequest, LimitsHit, worth_a_look
 from sandlot.runtime.output import decode_input, decode_output
 
 __all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]
@@ -75,8 +75,9 @@ class ShellFeature(Feature):
             silence_timeout=args.silence_timeout,
             output_limit=ctx.settings.exec_output_limit,
         )
-        # a failed command may have met a limit: one look at the sandbox's counters says which
-        hit = await ctx.runtime.limits_hit(ctx.ref) if res.exit_code != 0 else LimitsHit()
+        # a command that may have met a limit: one look at the sandbox's counters says which
+        looked = worth_a_look(res.exit_code, res.timed_out, res.stderr)
+        hit = await ctx.runtime.limits_hit(ctx.ref) if looked else LimitsHit()
         return {**_result(res, hit), "silence_timed_out": res.silence_timed_out}
 
     @activity(ExecArgs)

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit
+from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit, worth_a_look
 from sandlot.runtime.docker_streams import PtyExecStream, engine, send_stdin
 from sandlot.runtime.output import CappedBuffer
 from sandlot.runtime.scripts import REPORT_PID_AND_EXEC
@@ -108,7 +108,8 @@ async def run_command(rt: DockerRuntime, ref: str, request: ExecRequest) -> Exec
         except TimeoutError:
             task.cancel()
     exit_code = None if timed_out else await rt.exit_code(exe)
-    hit = await rt.limits_hit(ref) if exit_code != 0 else LimitsHit()
+    looked = worth_a_look(exit_code, timed_out, err.getvalue())
+    hit = await rt.limits_hit(ref) if looked else LimitsHit()
     return ExecResult(
         exit_code=exit_code,
         stdout=out.getvalue(),

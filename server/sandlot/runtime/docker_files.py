@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from typing import TYPE_CHECKING, cast
 
 from sandlot.domain.errors import (
     DiskFull,
@@ -164,9 +164,14 @@ async def export_workspace(rt: DockerRuntime, ref: str, workspace: str, limit: i
 
     async def from_engine() -> AsyncIterator[bytes]:
         with engine("archive"):
-            async with rt.docker._query(
-                f"containers/{ref}/archive", method="GET", params={"path": workspace}
-            ) as resp:
+            # the response is released however the export ends: one left open keeps the
+            # container locked, and its next exec would hang
+            async with (
+                rt.docker._query(
+                    f"containers/{ref}/archive", method="GET", params={"path": workspace}
+                ) as resp,
+                resp,
+            ):
                 async for chunk in resp.content.iter_chunked(CHUNK):
                     yield chunk
 
@@ -178,11 +183,17 @@ async def export_workspace(rt: DockerRuntime, ref: str, workspace: str, limit: i
     else:
         raw = from_engine()
     sent = 0
-    async for chunk in transform(raw, strip_first_component):
-        sent += len(chunk)
-        if sent > limit + (1 << 20):  # the headers are not in the estimate
-            raise PayloadTooLarge(f"the workspace archive passed {limit} bytes", limit=limit)
-        yield chunk
+    # both generators are closed however the export ends (an early stop included)
+    stripped = cast(AsyncGenerator[bytes, None], transform(raw, strip_first_component))
+    async with (
+        contextlib.aclosing(cast(AsyncGenerator[bytes, None], raw)),
+        contextlib.aclosing(stripped) as out,
+    ):
+        async for chunk in out:
+            sent += len(chunk)
+            if sent > limit + (1 << 20):  # the headers are not in the estimate
+                raise PayloadTooLarge(f"the workspace archive passed {limit} bytes", limit=limit)
+            yield chunk
 
 
 async def _check_links(rt: DockerRuntime, ref: str, workspace: str, report: ArchiveReport) -> None:

@@ -35,7 +35,7 @@ from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
 from sandlot.store.engine import make_sessionmaker, single_statement_sessions
 from sandlot.store.leader import leader
-from sandlot.store.repositories import EnvironmentRepository, PoolRepository
+from sandlot.store.repositories import EnvironmentRepository, PoolRepository, SandboxRepository
 from sandlot.store.tables import Environment, Sandbox, Session
 from sandlot.store.types import utcnow
 
@@ -251,9 +251,10 @@ class PoolService:
 
     async def _drain_orphans(self, env_ids: set[str]) -> None:
         """Shut down idle pool sandboxes whose environment was deleted."""
-        rows = await self._sandboxes.list_pool_members()
+        async with self._reads() as session:
+            rows = await SandboxRepository(session, None).list(statuses=[S.READY.value], limit=1_000_000)
         for row in rows:
-            if row.environment_id not in env_ids and row.status == S.READY.value:
+            if row.environment_id is not None and row.environment_id not in env_ids:
                 await self._sandboxes.shutdown(row.id, "environment deleted")
 
     async def housekeep(self, env: Environment, running: set[str]) -> None:

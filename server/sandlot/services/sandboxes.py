@@ -39,7 +39,7 @@ from sandlot.services.accounts import Principal
 from sandlot.services.quotas import check_quota, tenant_ttl
 from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
-from sandlot.store.repositories import ACTIVE, SandboxQuery, SandboxRepository
+from sandlot.store.repositories import SandboxQuery, SandboxRepository
 from sandlot.store.tables import Sandbox, SandboxEvent
 from sandlot.store.types import utcnow
 
@@ -274,11 +274,14 @@ class SandboxService:
         *,
         runtime_ref: str | None = None,
         session_id: str | object | None = ...,
+        settle: bool = False,
     ) -> Sandbox:
         with span("sandbox.status", sandbox=sandbox_id, reason=reason, to_status=target.value):
             async with self._sessions.begin() as session:
                 repo = SandboxRepository(session, None)
                 row = await repo.get(sandbox_id, lock=True)
+                if settle and row.status == target.value:  # e.g. a concurrent shutdown finished first
+                    return row
                 if runtime_ref is not None:
                     row.runtime_ref = runtime_ref
                 if session_id is not ...:
@@ -372,14 +375,8 @@ class SandboxService:
             # a create interrupted before it recorded the container is reached by its name
             ref = row.runtime_ref or self.runtime.ref_for(row.id)
         await self.runtime.remove(ref)
-        await self.move(sandbox_id, S.OFFLINE, reason)
+        await self.move(sandbox_id, S.OFFLINE, reason, settle=True)
         return True
-
-    async def list_pool_members(self) -> Sequence[Sandbox]:
-        """Live sandboxes that belong to an environment's pool (any tenant)."""
-        async with self._sessions() as session:
-            rows = await SandboxRepository(session, None).list(statuses=ACTIVE, limit=1_000_000)
-        return [r for r in rows if r.environment_id is not None]
 
     async def reap_expired(self) -> int:
         """Shut down every sandbox past its ttl; returns how many. One failure skips one item."""

@@ -41,13 +41,14 @@ def shell_cwd(state: str) -> str | None:
     return found.group(1).replace("'\"'\"'", "'") if found else None
 
 
-async def _drain(archive: AsyncIterator[bytes]) -> None:
-    """Read the rest of an export whose blob failed (a full disk): an engine's export left
-    half-read keeps the container locked (the next exec on it hangs). It is bounded by the
-    snapshot limit, and an error in it is the first error's business, not this one's."""
-    with contextlib.suppress(Exception):
-        async for _ in archive:
-            pass
+async def _close(archive: AsyncIterator[bytes]) -> None:
+    """Close an export whose blob failed (a full disk): it releases the engine's response (one
+    left open keeps the container locked, and its next exec would hang). An error in closing
+    is the first error's business, not this one's."""
+    aclose = getattr(archive, "aclose", None)
+    if aclose is not None:
+        with contextlib.suppress(Exception):
+            await aclose()
 
 
 class SnapshotService:
@@ -133,10 +134,9 @@ class SnapshotService:
                 lambda chunks: self._blobs.put(key, chunks),
                 lambda chunks: consume(chunks, manifest),
             )
-        except BaseException as exc:
+        except BaseException:
             await self._blobs.delete(key)
-            if isinstance(exc, Exception):
-                await _drain(archive)
+            await _close(archive)
             raise
 
     async def restore(self, snap: Snapshot, box: Sandbox, session_id: str) -> None:

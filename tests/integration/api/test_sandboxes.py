@@ -125,3 +125,16 @@ async def test_ttl_expiry_shuts_the_sandbox_down(client: AsyncTestClient, new_te
     assert events[-1]["to_status"] == "offline"
     assert events[-1]["reason"] == "ttl expired"
     assert await _containers_of(sid) == []
+
+
+async def test_concurrent_deletes_of_one_sandbox_all_succeed(
+    client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    """Two shutdowns racing (a client's delete, the reconciler, a broken-sandbox path) both end
+    by settling the sandbox offline; neither gets a 409 from moving offline to offline."""
+    h = await new_tenant()
+    for _ in range(3):
+        sid = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=h)).json()["id"]
+        answers = await asyncio.gather(*(client.delete(f"/v1/sandboxes/{sid}", headers=h) for _ in range(4)))
+        assert [a.status_code for a in answers] == [204] * 4, [a.text for a in answers]
+        assert (await client.get(f"/v1/sandboxes/{sid}", headers=h)).json()["status"] == "offline"
