@@ -13,7 +13,7 @@ import aiodocker
 import aiohttp
 from aiodocker.stream import Stream
 
-from sandlot.domain.errors import RuntimeUnavailable, SandboxStateError, SandlotError
+from sandlot.domain.errors import InvalidInput, RuntimeUnavailable, SandboxStateError, SandlotError
 
 __all__ = ["ExecStream", "PtyExecStream", "engine", "engine_error", "send_stdin"]
 
@@ -31,6 +31,10 @@ def engine_error(exc: BaseException, what: str) -> SandlotError:
         return exc
     if isinstance(exc, aiodocker.DockerError):
         message = str(exc.message)
+        too_small = "qgroup" in message.lower() or "disk quota exceeded" in message.lower()
+        if what in ("create", "start") and too_small:
+            # the image alone does not fit in the disk limit asked for: the caller's to change
+            return InvalidInput(f"disk_mb is too small for the image ({message})", field="disk_mb")
         if exc.status in (404, 409) or any(word in message.lower() for word in _GONE):
             return SandboxStateError(f"docker {what}: the sandbox container is gone or stopped ({message})")
         if exc.status >= 500:

@@ -138,3 +138,16 @@ async def test_concurrent_deletes_of_one_sandbox_all_succeed(
         answers = await asyncio.gather(*(client.delete(f"/v1/sandboxes/{sid}", headers=h) for _ in range(4)))
         assert [a.status_code for a in answers] == [204] * 4, [a.text for a in answers]
         assert (await client.get(f"/v1/sandboxes/{sid}", headers=h)).json()["status"] == "offline"
+
+
+async def test_a_disk_limit_smaller_than_the_image_is_the_callers_error(
+    client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    """The engine cannot size a layer below its image: that is a 422 naming ``disk_mb``, not a
+    retryable 503 (retrying the same request can never work)."""
+    h = await new_tenant()
+    answer = await client.post("/v1/sandboxes", json={"image": "sandlot/python:3", "disk_mb": 16}, headers=h)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["retryable"] is False and "disk_mb" in answer.text
+    listed = (await client.get("/v1/sandboxes", headers=h)).json()
+    assert all(r["status"] == "offline" for r in listed)  # nothing left half-made
