@@ -11,7 +11,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
 from sandlot.api.schemas import ProcessOut, ProcessStart
-from sandlot.api.ws import first_to_finish, until_disconnected
+from sandlot.api.ws import Close, first_to_finish, until_disconnected
 from sandlot.domain.errors import SandlotError
 
 __all__ = ["ProcessController"]
@@ -124,7 +124,7 @@ class ProcessController(Controller):
         await services.processes.get(principal, session_id, process_id)
         await socket.accept()
 
-        async def pump() -> None:
+        async def pump() -> Close:
             sent = offset
             try:
                 async for chunk in services.processes.follow(principal, session_id, process_id, offset):
@@ -133,9 +133,9 @@ class ProcessController(Controller):
                 row = await services.processes.get(principal, session_id, process_id)
                 end = {"type": "exit", "status": row.status, "exit_code": row.exit_code, "offset": sent}
                 await socket.send_json(end)
-                await socket.close()
+                return Close()
             except SandlotError as exc:
                 await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
-                await socket.close(code=1011)
+                return Close(1011, exc.code)
 
-        await first_to_finish(pump(), until_disconnected(socket))
+        await first_to_finish(socket, pump(), until_disconnected(socket))

@@ -6,7 +6,9 @@ text frames are JSON: ``{"type": "stdin", "data": "..."}``, ``{"type": "resize",
 "rows": 40}``, ``{"type": "signal", "signal": "INT" | "QUIT" | "TSTP"}`` (sent as the terminal's
 control character), ``{"type": "ping"}``. Server frames: binary frames are terminal output;
 text frames are JSON: ``{"type": "heartbeat"}`` every ``HEARTBEAT_SECONDS``, ``{"type":
-"pong"}``, ``{"type": "exit"}`` when the shell ends, ``{"type": "error", ...}``.
+"pong"}``, ``{"type": "exit"}`` when the shell ends, ``{"type": "error", "code":
+"invalid_input", "message": ...}`` for a control frame it cannot use (the terminal goes on).
+A frame over ``MAX_FRAME_BYTES`` closes the socket with 1009 (see ``api/ws.py``).
 
 Authentication: the ``Authorization`` header, or (browsers) ``?token=`` from
 ``POST .../pty/token``, valid for one minute and only for that terminal. The output pump waits
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, WebSocket, post, websocket
 from litestar.datastructures import Headers
@@ -27,7 +29,7 @@ from pydantic import BaseModel
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
-from sandlot.api.ws import first_to_finish
+from sandlot.api.ws import Close, first_to_finish, receive_frame
 from sandlot.domain.errors import SandlotError
 from sandlot.runtime.base import PtyStream
 from sandlot.services.terminals import TerminalService
@@ -58,11 +60,11 @@ async def _serve(socket: WebSocket, terminals: TerminalService, ref: str, cols: 
         await socket.close(code=1011)
         return
 
-    async def output() -> None:
+    async def output() -> Close:
         while (data := await term.read()) is not None:
             await socket.send_bytes(data)
         await socket.send_json({"type": "exit"})
-        await socket.close()
+        return Close()
 
     async def heartbeat() -> None:
         while True:
@@ -70,46 +72,54 @@ async def _serve(socket: WebSocket, terminals: TerminalService, ref: str, cols: 
             await socket.send_json({"type": "heartbeat"})
 
     try:
-        await first_to_finish(output(), _input(socket, term), heartbeat())
+        await first_to_finish(socket, output(), _input(socket, term), heartbeat())
     finally:
         await term.close()
 
 
-async def _input(socket: WebSocket, term: PtyStream) -> None:
-    while True:
-        message: dict[str, Any] = dict(await socket.receive())
-        if message["type"] == "websocket.disconnect":
-            return
-        if message.get("bytes"):
-            await term.write(message["bytes"])
+async def _input(socket: WebSocket, term: PtyStream) -> Close | None:
+    while (frame := await receive_frame(socket)) is not None:
+        if isinstance(frame, bytes):
+            if frame:
+                await term.write(frame)
             continue
+        problem = await _control(socket, term, frame)
+        if problem:
+            await socket.send_json({"type": "error", "code": "invalid_input", "message": problem})
+    return None
+
+
+async def _control(socket: WebSocket, term: PtyStream, text: str) -> str | None:
+    """Act on one JSON control frame; what is wrong with it, if anything."""
+    try:
+        frame = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, digits past int's limit, nested too deep
+        frame = None
+    if not isinstance(frame, dict):
+        return "text frames are JSON objects"
+    kind = frame.get("type")
+    if kind == "stdin" and isinstance(frame.get("data"), str):
         try:
-            frame = json.loads(message.get("text") or "{}")
-        except ValueError:
-            frame = None
-        if not isinstance(frame, dict):
-            await socket.send_json(
-                {"type": "error", "code": "invalid_input", "message": "text frames are JSON objects"}
-            )
-            continue
-        kind = frame.get("type")
-        if kind == "stdin" and isinstance(frame.get("data"), str):
             await term.write(frame["data"].encode())
-        elif kind == "resize":
-            cols, rows = frame.get("cols"), frame.get("rows")
-            if isinstance(cols, int) and isinstance(rows, int) and 2 <= cols <= 1000 and 2 <= rows <= 1000:
-                await term.resize(cols, rows)
-            else:
-                await socket.send_json({"type": "error", "code": "invalid_input", "message": "bad size"})
-        elif kind == "signal" and frame.get("signal") in _CONTROL:
-            await term.write(_CONTROL[frame["signal"]])
-        elif kind == "ping":
-            await socket.send_json({"type": "pong"})
-        else:
-            shown = kind if isinstance(kind, str) else type(kind).__name__
-            await socket.send_json(
-                {"type": "error", "code": "invalid_input", "message": f"unknown frame {shown[:40]!r}"}
-            )
+        except UnicodeEncodeError:  # a lone surrogate such as "\ud800"
+            return "stdin data is not valid Unicode"
+    elif kind == "resize":
+        cols, rows = frame.get("cols"), frame.get("rows")
+        if not (_size(cols) and _size(rows)):
+            return "bad size: cols and rows are integers from 2 to 1000"
+        await term.resize(cols, rows)  # type: ignore[arg-type]  # checked by _size
+    elif kind == "signal" and frame.get("signal") in _CONTROL:
+        await term.write(_CONTROL[frame["signal"]])
+    elif kind == "ping":
+        await socket.send_json({"type": "pong"})
+    else:
+        shown = kind if isinstance(kind, str) else type(kind).__name__
+        return f"unknown frame {shown[:40]!r}"
+    return None
+
+
+def _size(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 2 <= value <= 1000
 
 
 class PtyController(Controller):
