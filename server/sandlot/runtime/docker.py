@@ -80,6 +80,11 @@ class DockerRuntime:
         if self._client is None:
             try:
                 self._client = aiodocker.Docker(url=self._url, timeout=_TIMEOUT)
+                # aiohttp pools at most 100 connections by default, and every persistent shell
+                # and open stream holds one for its whole life: 100 sessions would starve every
+                # other engine call until its connect timeout (503s at 200 agents). The engine
+                # is local; its own limits apply, not a client-side pool's.
+                self._client.session.connector._limit = 0  # type: ignore[union-attr]
             except (AssertionError, ValueError, OSError) as exc:  # no DOCKER_HOST and no socket
                 raise RuntimeUnavailable(
                     f"no Docker engine to connect to: {exc or type(exc).__name__}"
