@@ -97,6 +97,8 @@ async def server(
     aiohttp is the lightest mature asyncio HTTP client here, so the figures show the server,
     not the client (the floor rows of the benchmarks use the same client)."""
     port = free_port()
+    # the server's log, kept for a look when a figure surprises (errors, stalls)
+    log_file = open(os.environ.get("SANDLOT_BENCH_LOG", os.devnull), "ab")  # noqa: SIM115, ASYNC230 (once, before the run)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -112,9 +114,10 @@ async def server(
             "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
             **(env or {}),
         },
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=log_file,
     )
+    log_file.close()  # the child has its own copy
     try:
         async with aiohttp.ClientSession(
             base_url=f"http://127.0.0.1:{port}",

@@ -50,3 +50,22 @@ def test_exec_output_is_text_when_utf8_and_base64_otherwise() -> None:
     assert binary.encoding == "base64"
     assert base64.b64decode(binary.stdout) == raw
     assert base64.b64decode(binary.stderr) == b"err"
+
+
+def test_a_store_too_busy_to_lend_a_connection_is_a_503_not_a_500() -> None:
+    """Every pooled connection busy past the pool's timeout (seen at 200 agents on 2 cores) is
+    503 ``store_unavailable`` with Retry-After, like a store that is down."""
+    from litestar import Litestar, get
+    from litestar.testing import TestClient
+    from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+    from sandlot.api.errors import exception_handlers
+
+    @get("/busy", sync_to_thread=False)
+    def busy() -> None:
+        raise PoolTimeout("QueuePool limit of size 10 overflow 20 reached")
+
+    with TestClient(Litestar([busy], exception_handlers=exception_handlers)) as client:
+        answer = client.get("/busy")
+    assert answer.status_code == 503 and answer.json()["code"] == "store_unavailable"
+    assert answer.headers["Retry-After"] == "1" and answer.json()["retryable"] is True

@@ -16,6 +16,7 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from sandlot.domain.errors import NoCapacity, RateLimited, SandlotError
 
@@ -114,7 +115,7 @@ def _store_unavailable(req: Request[Any, Any, Any], exc: Exception) -> Response[
     return problem(
         STATUS_BY_CODE["store_unavailable"],
         "store_unavailable",
-        "the database cannot be reached right now; retry shortly",
+        "the database cannot be reached, or is too busy, right now; retry shortly",
         {"Retry-After": "1"},
         retryable=True,
     )
@@ -135,5 +136,7 @@ exception_handlers: dict[Any, Any] = {
     OperationalError: _store_unavailable,
     InterfaceError: _store_unavailable,
     ConnectionError: _store_unavailable,
+    # every pooled connection stayed busy past the pool's timeout (the machine overloaded)
+    PoolTimeout: _store_unavailable,
     Exception: _unexpected,
 }

@@ -39,7 +39,8 @@ def make_engine(url: str, *, echo: bool = False, durable: bool = True) -> AsyncE
         # No pre-ping: it costs a round trip (~0.6 ms) on every checkout; stale connections
         # are recycled instead, and a dropped one fails one request, not every request.
         kwargs.update(pool_size=10, max_overflow=20, pool_recycle=1800)
-        if not durable:
+        if not durable:  # a few connections are enough for one statement a request
+            kwargs.update(pool_size=4, max_overflow=4)
             kwargs["connect_args"] = {"server_settings": {"synchronous_commit": "off"}}
     engine = create_async_engine(url, **kwargs)
     if url.startswith("sqlite"):
