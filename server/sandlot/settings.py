@@ -142,7 +142,7 @@ class Settings(BaseSettings):
         description="Seconds between pool rounds (each environment also has its own housekeeping interval).",
     )
     activity_flush_interval: float = Field(
-        default=0.5, gt=0, description="Seconds between writes of buffered activity records."
+        default=0.5, gt=0, description="Seconds between writes of buffered activity records and audit events."
     )
     reconcile_on_start: bool = Field(
         default=True, description="Reconcile the store and the runtime once at start-up."

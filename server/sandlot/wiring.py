@@ -71,6 +71,7 @@ async def assemble(
         services, recorder, shells = await _services(settings, engine, sessions, rt, counters)
         stack.push_async_callback(shells.close_all)
         stack.push_async_callback(recorder.flush)
+        stack.push_async_callback(services.audit.flush)
         reconciler = Reconciler(
             sessions,
             rt,
@@ -197,5 +198,6 @@ def _loops(
         ("reconcile", reconcile, s.reconcile_interval, s.reconcile_enabled),
         ("pools", services.pools.housekeep_all, s.pool_interval, s.pool_enabled),
         ("activities", recorder.flush, s.activity_flush_interval, True),
+        ("audit", services.audit.flush, s.activity_flush_interval, True),
     ]
     return [PeriodicLoop(name, fn, interval, enabled=on) for name, fn, interval, on in work]

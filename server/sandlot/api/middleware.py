@@ -120,10 +120,10 @@ class Accountable:
         finally:
             caller = scope.get("state", {}).get(CALLER)
             if caller is not None and scope.get("method") in _CHANGES:
-                await _record(scope, caller, seen["status"], seen["body"])
+                _record(scope, caller, seen["status"], seen["body"])
 
 
-async def _record(scope: Scope, caller: Principal, status: int, body: bytes) -> None:
+def _record(scope: Scope, caller: Principal, status: int, body: bytes) -> None:
     answer: dict[str, Any] = {}
     try:
         parsed = json.loads(body) if body[:1] == b"{" else {}
@@ -145,4 +145,4 @@ async def _record(scope: Scope, caller: Principal, status: int, body: bytes) -> 
         outcome="ok" if status < 400 else str(answer.get("code") or status)[:40],
         client=str(client[0])[:64],
     )
-    await scope["app"].state.services.audit.record(event)
+    scope["app"].state.services.audit.record(event)

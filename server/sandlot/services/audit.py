@@ -3,6 +3,8 @@ process draws from the same one) and an audit trail of the state changes keys ma
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -20,6 +22,7 @@ from sandlot.store.tables import AuditEvent
 __all__ = ["Allowance", "AuditService", "RateLimiter"]
 
 log = logging.getLogger(__name__)
+_MAX_PENDING = 100_000  # events kept while the store cannot take them, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,23 +70,41 @@ class RateLimiter:
 
 
 class AuditService:
-    """The trail of state changes: recorded for every key; operators list every tenant's, a
-    tenant's key lists its own tenant's."""
+    """The trail of state changes: recorded for every key (written in batches by the
+    ``audit`` loop, and once more at shutdown); operators list every tenant's, a tenant's key
+    lists its own tenant's."""
 
     def __init__(
         self, writes: async_sessionmaker[AsyncSession], reads: async_sessionmaker[AsyncSession]
     ) -> None:
         self._writes = writes
         self._reads = reads
+        self._pending: list[AuditEvent] = []
+        self._lock = asyncio.Lock()
 
-    async def record(self, event: AuditEvent) -> None:
-        """Keep one event; a store that fails is logged, never the caller's problem (the
-        request it describes is already answered)."""
-        try:
-            async with self._writes.begin() as session:
-                await AuditRepository(session, None).add(event)
-        except Exception:
-            log.exception("could not record audit event %s %s", event.action, event.target)
+    def record(self, event: AuditEvent) -> None:
+        """Keep one event; it is written with the others of the moment by :meth:`flush` (the
+        request it describes is already answered: its write is off the request's path)."""
+        if len(self._pending) >= _MAX_PENDING:
+            log.error("audit buffer full; dropping the oldest event")
+            self._pending.pop(0)
+        self._pending.append(event)
+
+    async def flush(self) -> int:
+        """Write the events kept since the last flush in one statement; on failure they are
+        kept for the next one."""
+        async with self._lock:
+            batch, self._pending = self._pending, []
+            if not batch:
+                return 0
+            try:
+                async with self._writes.begin() as session:
+                    await AuditRepository(session, None).add_many(batch)
+            except Exception:
+                log.exception("could not write %d audit events; keeping them", len(batch))
+                self._pending[:0] = batch
+                raise
+            return len(batch)
 
     async def list(
         self,
@@ -95,6 +116,8 @@ class AuditService:
         offset: int = 0,
     ) -> Sequence[AuditEvent]:
         principal.require(Scope.SANDBOXES_READ)
+        with contextlib.suppress(Exception):  # this process's own events first (logged if not)
+            await self.flush()
         scope = (tenant or None) if principal.is_operator else principal.tenant_id
         async with self._reads() as session:
             return await AuditRepository(session, scope).list(limit=limit, offset=offset, key_id=key_id)

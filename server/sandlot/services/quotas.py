@@ -14,7 +14,7 @@ from sqlmodel import col, select
 from sandlot.domain.errors import NoCapacity, NotPermitted, QuotaExceeded
 from sandlot.runtime.base import Limits
 from sandlot.store.repositories import PoolRepository
-from sandlot.store.repositories.usage import TenantUsage, tenant_usage
+from sandlot.store.repositories.usage import TenantUsage, live_sessions, tenant_usage
 from sandlot.store.tables import Tenant
 
 __all__ = ["check_quota", "check_sessions", "check_snapshots", "tenant_ttl"]
@@ -85,11 +85,9 @@ async def tenant_ttl(session: AsyncSession, tenant_id: str, ttl: int | None) -> 
 async def check_sessions(session: AsyncSession, tenant_id: str, *, starting: int = 1) -> None:
     """Refuse when the tenant's live sessions (active or suspended), with ``starting`` more,
     would pass its quota (``starting=0``: a check once the new one is recorded)."""
-    tenant = await session.get(Tenant, tenant_id)
-    assert tenant is not None
-    use = await tenant_usage(session, tenant_id)
-    if use.sessions + starting > tenant.max_sessions:
-        raise _over("sessions", tenant.max_sessions, use.sessions - (1 - starting))
+    quota, live = await live_sessions(session, tenant_id)
+    if live + starting > quota:
+        raise _over("sessions", quota, live - (1 - starting))
 
 
 async def check_snapshots(session: AsyncSession, tenant_id: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import case, literal
+from sqlalchemy import case, insert, literal
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
@@ -23,9 +23,10 @@ class AuditRepository:
         self.session = session
         self.tenant_id = tenant_id
 
-    async def add(self, event: AuditEvent) -> None:
-        self.session.add(event)
-        await self.session.flush()
+    async def add_many(self, events: Sequence[AuditEvent]) -> None:
+        """One multi-row insert (building ORM objects would cost more than the write)."""
+        rows = [e.model_dump(exclude={"id"}) for e in events]
+        await self.session.execute(insert(AuditEvent), rows)
 
     async def list(
         self, *, limit: int = 100, offset: int = 0, key_id: str | None = None

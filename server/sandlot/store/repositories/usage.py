@@ -11,9 +11,11 @@ from sqlmodel import col, select
 
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_SUSPENDED
 from sandlot.store.repositories.sandboxes import ACTIVE
-from sandlot.store.tables import Sandbox, Session, Snapshot
+from sandlot.store.tables import Sandbox, Session, Snapshot, Tenant
 
-__all__ = ["TenantUsage", "tenant_usage"]
+__all__ = ["TenantUsage", "live_sessions", "tenant_usage"]
+
+_LIVE = (SESSION_ACTIVE, SESSION_SUSPENDED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +36,7 @@ async def tenant_usage(session: AsyncSession, tenant_id: str) -> TenantUsage:
         func.coalesce(func.sum(col(Sandbox.disk_mb)), 0),
     ).where(col(Sandbox.tenant_id) == tenant_id, col(Sandbox.status).in_(ACTIVE))
     count, memory, cpus, disk = (await session.execute(boxes)).one()
-    live = (SESSION_ACTIVE, SESSION_SUSPENDED)
-    sessions = select(func.count()).where(col(Session.tenant_id) == tenant_id, col(Session.status).in_(live))
+    sessions = select(func.count()).where(col(Session.tenant_id) == tenant_id, col(Session.status).in_(_LIVE))
     stored = select(func.coalesce(func.sum(col(Snapshot.size_bytes)), 0)).where(
         col(Snapshot.tenant_id) == tenant_id
     )
@@ -47,3 +48,16 @@ async def tenant_usage(session: AsyncSession, tenant_id: str) -> TenantUsage:
         sessions=int((await session.execute(sessions)).scalar_one()),
         snapshot_bytes=int((await session.execute(stored)).scalar_one() or 0),
     )
+
+
+async def live_sessions(session: AsyncSession, tenant_id: str) -> tuple[int, int]:
+    """(the tenant's session quota, its live sessions) in one query (on a session's hot path)."""
+    count = (
+        select(func.count())
+        .where(col(Session.tenant_id) == tenant_id, col(Session.status).in_(_LIVE))
+        .scalar_subquery()
+    )
+    quota, live = (
+        await session.execute(select(col(Tenant.max_sessions), count).where(col(Tenant.id) == tenant_id))
+    ).one()
+    return int(quota), int(live)
