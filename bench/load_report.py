@@ -161,7 +161,7 @@ def svg_panel(
         t = lo + (hi - lo) * j / 4
         v = 10**t if log else t
         out.append(
-            f'<text x="{x0 + left - 5}" y="{top + h - h * j / 4 + 4}" text-anchor="end">{v:.3g}</text>'
+            f'<text x="{x0 + left - 5}" y="{top + h - h * j / 4 + 4}" text-anchor="end">{v:,.0f}</text>'
         )
     for k, (name, vs) in enumerate(series.items()):
         colour = "#1f77b4" if name.startswith("Sandlot") else "#d62728"
