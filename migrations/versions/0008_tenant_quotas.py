@@ -19,7 +19,9 @@ def upgrade() -> None:
     with op.batch_alter_table("tenants", schema=None) as batch_op:
         batch_op.add_column(sa.Column("max_sessions", sa.Integer(), nullable=False, server_default="20"))
         batch_op.add_column(sa.Column("max_disk_mb", sa.Integer(), nullable=False, server_default="65536"))
-        batch_op.add_column(sa.Column("max_snapshot_mb", sa.Integer(), nullable=False, server_default="10240"))
+        batch_op.add_column(
+            sa.Column("max_snapshot_mb", sa.Integer(), nullable=False, server_default="10240")
+        )
         batch_op.add_column(sa.Column("max_ttl_seconds", sa.Integer(), nullable=True))
 
 
