@@ -1,7 +1,8 @@
 """The Docker engine restarted under a running service (a second engine the test owns, so the
 main one is never touched): requests during the outage get clear codes, never a 500, and
 the periodic reconciliation brings the store and the engine back into agreement (no phantom
-row, no orphan container) without restarting the service."""
+row, no orphan container) without restarting the service, and a checkpoint acknowledged before
+the restart restores byte-identically after it."""
 
 from __future__ import annotations
 
@@ -101,6 +102,13 @@ async def test_the_store_and_the_engine_agree_again_after_an_engine_restart(
     shell = f"/v1/sessions/{session['id']}/features/shell/run"
     assert (await client.post(shell, json={"command": "echo up"}, headers=h)).json()["stdout"] == "up\n"
     direct = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=h)).json()["id"]
+    # an acknowledged checkpoint: it must restore byte-identically after the engine came back
+    wrote = await client.post(
+        shell, json={"command": "head -c 300000 /dev/urandom > kept.bin; md5sum kept.bin"}, headers=h
+    )
+    digest = wrote.json()["stdout"].split()[0]
+    snap = await client.post(f"/v1/sessions/{session['id']}/checkpoints", headers=h)
+    assert snap.status_code == 201, snap.text
 
     engine2.stop()
     # during the outage: clear codes, never a 500 (it was one for exec and for ending a session)
@@ -142,3 +150,13 @@ async def test_the_store_and_the_engine_agree_again_after_an_engine_restart(
         f"/v1/sessions/{fresh.json()['id']}/features/shell/run", json={"command": "echo again"}, headers=h
     )
     assert run.json()["stdout"] == "again\n"
+    restored = await client.post(
+        "/v1/sessions", json={"environment": env["name"], "snapshot_id": snap.json()["id"]}, headers=h
+    )
+    assert restored.status_code == 201, restored.text
+    check = await client.post(
+        f"/v1/sessions/{restored.json()['id']}/features/shell/run",
+        json={"command": "md5sum kept.bin"},
+        headers=h,
+    )
+    assert check.json()["stdout"].split()[0] == digest

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sandlot.domain.errors import (
     DiskFull,
@@ -66,6 +66,18 @@ async def _drain(stream: Stream, out: CappedBuffer | None, err: CappedBuffer) ->
                 err.write(msg.data)
 
 
+async def _ended(exe: Any) -> None:
+    """Returns once the exec's program has ended: the engine keeps its streams open while stdin
+    is still being sent, so a program that stopped reading (a full disk) would hold the sender
+    until the engine gave up. Looked at only once a send lasts (a quick one never asks)."""
+    await asyncio.sleep(1.0)
+    while True:
+        with contextlib.suppress(Exception):  # an engine error here is the reader's to report
+            if not (await exe.inspect()).get("Running", True):
+                return
+        await asyncio.sleep(0.5)
+
+
 async def _feed_and_wait(
     rt: DockerRuntime, exe: object, stream: Stream, data: AsyncIterable[bytes], out: CappedBuffer | None
 ) -> tuple[int | None, bytes]:
@@ -74,19 +86,35 @@ async def _feed_and_wait(
     stdin so the program sees a short input and cleans up, then raises."""
     err = CappedBuffer(1 << 14)
     reader = asyncio.ensure_future(_drain(stream, out, err))
+    sender = asyncio.ensure_future(send_stdin(stream, data))  # half-closes stdin however it ends
+    ended = asyncio.ensure_future(_ended(exe))
     try:
-        try:
-            await send_stdin(stream, data)  # half-closes stdin however it ends
-        except BaseException:
+        await asyncio.wait({reader, sender, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if not sender.done():
+            # the program ended before it took all its input (a full disk, a refused path):
+            # the rest is not sent, and the stream, which the engine holds open while stdin is
+            # unsent, is closed once what the program said has come in
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), timeout=0.5)
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+        elif (failed := sender.exception()) is not None:
             with contextlib.suppress(Exception):  # let the program see the short input and clean up
                 await asyncio.wait_for(asyncio.shield(reader), timeout=30)
-            raise
+            raise failed
         try:  # something in the sandbox may hold a program of ours: it is given up, not awaited
-            await asyncio.wait_for(asyncio.shield(reader), timeout=_FINISH_SECONDS)
+            if not reader.done():
+                await asyncio.wait_for(asyncio.shield(reader), timeout=_FINISH_SECONDS)
         except TimeoutError as exc:
             raise InvalidInput("the file operation did not finish in the sandbox") from exc
     finally:
         reader.cancel()
+        sender.cancel()
+        ended.cancel()
         await stream.close()
     return await rt.exit_code(exe), err.getvalue()
 
