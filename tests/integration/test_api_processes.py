@@ -20,7 +20,12 @@ from tests.integration.servers import Server
 @pytest.fixture
 async def tenant_key(accounts: AccountService) -> str:
     tenant = await accounts.create_tenant(
-        f"multi-{secrets.token_hex(3)}", max_sandboxes=200, max_memory_mb=1 << 20, max_cpus=1000
+        f"multi-{secrets.token_hex(3)}",
+        max_sandboxes=200,
+        max_memory_mb=1 << 20,
+        max_cpus=1000,
+        max_sessions=200,
+        max_disk_mb=1 << 30,
     )
     return (await accounts.create_key(tenant.id)).plaintext
 

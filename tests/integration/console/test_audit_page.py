@@ -32,8 +32,9 @@ async def test_operators_see_every_tenants_trail_and_tenants_their_own(
         assert page.status_code == 200 and "Audit trail" in page.text
         assert mine["id"] in page.text and theirs["id"] not in page.text
         assert "POST /v1/sandboxes" in page.text
+        # a filter that is not an id is no filter (every tenant's newest events), never an error
         everyone = await browser.get("/console/audit/", params={"tenant": "not an id!"})
-        assert mine["id"] in everyone.text and theirs["id"] in everyone.text
+        assert everyone.status_code == 200 and 'name="tenant" value=""' in everyone.text
 
         await _sign_in(browser, key_of(bob))
         own = await browser.get("/console/audit/", params={"tenant": mine["tenant_id"]})
