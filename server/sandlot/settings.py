@@ -141,6 +141,12 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds between pool rounds (each environment also has its own housekeeping interval).",
     )
+    pool_warm_shells: bool = Field(
+        default=True,
+        description="Open each ready pool sandbox's persistent shell while it waits in the pool, so "
+        "a session's first command does not wait for one to open (costs one idle shell per ready "
+        "sandbox, held by the process that made it ready).",
+    )
     activity_flush_interval: float = Field(
         default=0.5, gt=0, description="Seconds between writes of buffered activity records and audit events."
     )

@@ -131,7 +131,7 @@ async def _services(
     await transfers.clean_spool()
     sandboxes = SandboxService(sessions, rt, settings, transfers, metrics)
     environments = EnvironmentService(sessions, registry, reads)
-    pools = PoolService(engine, sessions, sandboxes, environments)
+    pools = PoolService(engine, sessions, sandboxes, environments, shells)
     blobs = FileBlobStore(settings.data_dir / "blobs")
     await blobs.clean_partial()
     snapshots = SnapshotService(sessions, blobs, rt, settings, transfers)

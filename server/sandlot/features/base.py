@@ -58,7 +58,7 @@ class SessionContext(SandboxContext):
 
     def shell(self) -> PersistentShell:
         assert self.shells is not None
-        return self.shells.get(self.session_id, self.ref)
+        return self.shells.get(self.session_id, self.ref, self.sandbox_id)
 
 
 @dataclass(frozen=True, slots=True)

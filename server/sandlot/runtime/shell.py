@@ -24,6 +24,7 @@ import contextlib
 import logging
 import secrets
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 
 from sandlot.domain.errors import Conflict, InvalidInput, SandboxStateError
@@ -36,23 +37,25 @@ __all__ = ["PersistentShell", "ShellManager", "ShellResult", "shell_state_dir"]
 
 log = logging.getLogger(__name__)
 
-# $1: end token, $2: the command, $3: a W3C traceparent for the command (may be empty).
-_BOOT = r"""__sl_S=%(state)s
-mkdir -p "$__sl_S"
-__sl_run() {
+# $1: end token, $2: the command, $3: a W3C traceparent for the command (may be empty). The
+# state directory ($__sl_S) is bound later (_BIND), when the shell knows its session: a shell
+# opened while its sandbox waits in the pool has none yet.
+_BOOT = r"""__sl_run() {
   (
     if [ -r "$__sl_S/env" ]; then . "$__sl_S/env"; cd "$__SL_CWD" 2>/dev/null; fi
     if [ -n "$3" ]; then export TRACEPARENT="$3"; else unset TRACEPARENT; fi
     trap '__SL_CWD=$PWD; export __SL_CWD; export -p > "$__sl_S/env"' EXIT
     eval "$2"
   ) </dev/null
-  printf '\n%%s %%d\n' "$1" "$?"
-  printf '\n%%s\n' "$1" >&2
+  printf '\n%s %d\n' "$1" "$?"
+  printf '\n%s\n' "$1" >&2
 }
 read -r __sl_pid __sl_rest < /proc/self/stat
-printf 'ready %%s\n' "$__sl_pid"
+printf 'ready %s\n' "$__sl_pid"
 unset __sl_pid __sl_rest
 """
+
+_BIND = '__sl_S=%s; mkdir -p "$__sl_S" 2>/dev/null\n'
 
 _EOF = object()
 
@@ -115,11 +118,14 @@ class _Framed:
 class PersistentShell:
     """One attached shell; commands run one at a time (a second caller gets ``Conflict``)."""
 
-    def __init__(self, runtime: SandboxRuntime, ref: str, key: str, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self, runtime: SandboxRuntime, ref: str, key: str | None, metrics: Metrics | None = None
+    ) -> None:
         self._runtime = runtime
         self._metrics = metrics
-        self._ref = ref
-        self._key = key
+        self.ref = ref
+        self._key = key  # None: opened in the pool, not yet a session's (see ShellManager.warm)
+        self._bound = False  # whether the shell was told its state directory
         self._stream: ProcessStream | None = None
         self._chunks: asyncio.Queue[tuple[int, bytes] | object] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
@@ -132,8 +138,25 @@ class PersistentShell:
         return self._stream is not None
 
     @property
+    def ended(self) -> bool:
+        """Whether the attached stream has ended (the sandbox was reset, stopped or lost)."""
+        return self.broken or (self._pump is not None and self._pump.done())
+
+    @property
     def state_dir(self) -> str:
-        return shell_state_dir(self._runtime, self._ref, self._key)
+        assert self._key is not None, "a pooled shell has no state until a session adopts it"
+        return shell_state_dir(self._runtime, self.ref, self._key)
+
+    def adopt(self, key: str) -> None:
+        """Make a shell opened in the pool the session ``key``'s; its state directory is bound
+        with its first command (no round trip of its own)."""
+        self._key = key
+
+    async def open(self) -> None:
+        """Attach now rather than at the first command."""
+        async with self._lock:
+            if self._stream is None:
+                await self._start()
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
         try:
@@ -160,9 +183,9 @@ class PersistentShell:
         return item  # type: ignore[return-value]
 
     async def _start(self) -> None:
-        self._stream = await self._runtime.open_process(self._ref, ["/bin/sh"])
+        self._stream = await self._runtime.open_process(self.ref, ["/bin/sh"])
         self._pump = asyncio.create_task(self._pump_chunks(self._stream))
-        await self._stream.write((_BOOT % {"state": _quote(self.state_dir)}).encode())
+        await self._stream.write(_BOOT.encode())
         seen = b""
         deadline = time.monotonic() + 10
         while not (seen.startswith(b"ready ") and seen.endswith(b"\n")):
@@ -213,7 +236,11 @@ class PersistentShell:
         token = f"__SL_{secrets.token_hex(12)}"
         out = _Framed(f"\n{token} ".encode(), limit)
         err = _Framed(f"\n{token}\n".encode(), limit)
-        await self._stream.write(f"__sl_run {token} {_quote(command)} {_quote(traceparent)}\n".encode())
+        line = f"__sl_run {token} {_quote(command)} {_quote(traceparent)}\n"
+        if not self._bound:
+            line = _BIND % _quote(self.state_dir) + line
+            self._bound = True
+        await self._stream.write(line.encode())
         deadline = started + timeout
         last_output = started
         timed_out = silence_hit = False
@@ -236,7 +263,7 @@ class PersistentShell:
                 silence_hit = time.monotonic() < deadline
                 killed_at = time.monotonic()
                 if self.pid:
-                    await self._runtime.kill_tree(self._ref, self.pid, include_root=False)
+                    await self._runtime.kill_tree(self.ref, self.pid, include_root=False)
                 continue
             assert not isinstance(chunk, bool)
             last_output = time.monotonic()
@@ -264,12 +291,16 @@ class PersistentShell:
 
 
 class ShellManager:
-    """The attached shells of this process, one per session, opened on first use."""
+    """The attached shells of this process: one per session, opened on first use or, for a
+    pool sandbox, while it waits in the pool (``warm``), so a session's first command does not
+    wait for a ``docker exec`` to open its shell."""
 
     def __init__(self, runtime: SandboxRuntime, metrics: Metrics | None = None) -> None:
         self._runtime = runtime
         self._metrics = metrics
         self._shells: dict[str, PersistentShell] = {}
+        self._warm: dict[str, PersistentShell] = {}  # by sandbox id, not yet a session's
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def alive(self, session_id: str) -> bool:
         """Whether this process holds a working shell for the session. Ending a session (reset)
@@ -277,12 +308,54 @@ class ShellManager:
         shell = self._shells.get(session_id)
         return shell is not None and shell.attached and not shell.broken
 
-    def get(self, session_id: str, ref: str) -> PersistentShell:
+    def get(self, session_id: str, ref: str, sandbox_id: str | None = None) -> PersistentShell:
+        """The session's shell: the one it has, else the one opened while its sandbox
+        (``sandbox_id``) waited in the pool, else a new one that attaches on first use."""
         shell = self._shells.get(session_id)
         if shell is None or shell.broken:
-            shell = PersistentShell(self._runtime, ref, session_id, self._metrics)
+            warm = self._warm.pop(sandbox_id, None) if sandbox_id else None
+            if warm is not None and not warm.ended and warm.ref == ref:
+                warm.adopt(session_id)
+                shell = warm
+            else:
+                if warm is not None:
+                    self._spawn(warm.close())
+                shell = PersistentShell(self._runtime, ref, session_id, self._metrics)
             self._shells[session_id] = shell
         return shell
+
+    def warm_soon(self, sandbox_id: str, ref: str) -> None:
+        """Open a shell for a pool sandbox that just became ready, in the background."""
+        if sandbox_id not in self._warm:
+            self._spawn(self.warm(sandbox_id, ref))
+
+    async def warm(self, sandbox_id: str, ref: str) -> None:
+        """Open a shell on a ready pool sandbox for the session that will claim it. A failure
+        costs nothing: that session opens its own. The shell is dropped once its stream ends
+        (the sandbox was shut down, or another process's session reset it)."""
+        shell = PersistentShell(self._runtime, ref, None, self._metrics)
+        try:
+            await shell.open()
+        except Exception as exc:
+            log.info("could not open a shell on pool sandbox %s ahead of time: %s", sandbox_id, exc)
+            await shell.close()
+            return
+        old = self._warm.pop(sandbox_id, None)
+        if old is not None:
+            self._spawn(old.close())
+        self._warm[sandbox_id] = shell
+        assert shell._pump is not None
+        shell._pump.add_done_callback(lambda _: self._forget_warm(sandbox_id, shell))
+
+    def _forget_warm(self, sandbox_id: str, shell: PersistentShell) -> None:
+        if self._warm.get(sandbox_id) is shell:
+            del self._warm[sandbox_id]
+            self._spawn(shell.close())
+
+    def _spawn(self, work: Coroutine[object, object, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def close(self, session_id: str) -> None:
         shell = self._shells.pop(session_id, None)
@@ -292,3 +365,9 @@ class ShellManager:
     async def close_all(self) -> None:
         for key in list(self._shells):
             await self.close(key)
+        for shell in list(self._warm.values()):
+            await shell.close()
+        self._warm.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

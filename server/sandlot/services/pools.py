@@ -30,6 +30,7 @@ from sandlot.features.base import SandboxContext
 from sandlot.observability.metrics import PoolFigures
 from sandlot.observability.tracing import ATTR, span, traced
 from sandlot.runtime.base import Limits
+from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import Principal
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
@@ -55,8 +56,10 @@ class PoolService:
         sessions: async_sessionmaker[AsyncSession],
         sandboxes: SandboxService,
         environments: EnvironmentService,
+        shells: ShellManager | None = None,
     ) -> None:
         self._engine = engine
+        self._shells = shells if sandboxes.settings.pool_warm_shells else None
         self._sessions = sessions
         self._reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
         self._sandboxes = sandboxes
@@ -95,7 +98,14 @@ class PoolService:
             await self._set_unhealthy_since(env.id, None)
             env.unhealthy_since = None
         log.info("started %s sandbox %s for %s (%s)", image, row.id, env.name, reason)
+        if for_session is None:
+            self._warm_shell(row)
         return row
+
+    def _warm_shell(self, row: Sandbox) -> None:
+        """Open the shell of a sandbox that now waits in the pool (see ShellManager.warm)."""
+        if self._shells is not None and row.runtime_ref is not None and row.status == S.READY.value:
+            self._shells.warm_soon(row.id, row.runtime_ref)
 
     def _context(self, row: Sandbox, ref: str | None = None) -> SandboxContext:
         return SandboxContext(
@@ -197,7 +207,8 @@ class PoolService:
         if bounds.pooled and row.runtime_ref is not None:
             try:
                 await self._sandboxes.runtime.reset(row.runtime_ref, row.workspace)
-                await self._sandboxes.move(row.id, S.READY, f"reset after {reason}", session_id=None)
+                ready = await self._sandboxes.move(row.id, S.READY, f"reset after {reason}", session_id=None)
+                self._warm_shell(ready)
                 return
             except SandboxStateError as exc:
                 log.warning("sandbox %s failed its reset (%s); replacing it", row.id, exc)

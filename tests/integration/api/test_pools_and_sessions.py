@@ -170,6 +170,56 @@ async def test_a_warm_sandbox_is_reset_and_reused_between_sessions(api: Api) -> 
     await api.client.delete(f"/v1/environments/{env['id']}", headers=api.h)
 
 
+async def shell_pids(sandbox_id: str) -> set[int]:
+    """Pids of the idle ``/bin/sh`` processes in a sandbox's container (persistent shells)."""
+    docker = aiodocker.Docker()
+    out = b""
+    try:
+        for c in await docker.containers.list(filters={"label": [f"dev.sandlot.sandbox={sandbox_id}"]}):
+            exe = await c.exec(["ps", "-o", "pid,args"], user="1000")
+            async with exe.start(detach=False) as stream:
+                while (msg := await stream.read_out()) is not None:
+                    out += msg.data
+    finally:
+        await docker.close()
+    rows = (line.split(None, 1) for line in out.decode().splitlines()[1:])
+    return {int(r[0]) for r in rows if len(r) == 2 and r[1].strip() == "/bin/sh" and r[0] != "1"}
+
+
+async def test_a_pool_sandboxs_shell_opens_while_it_waits_and_serves_the_session(api: Api) -> None:
+    env = await api.env(pool_size=[1, 1], **FAST)
+    box: dict = {}
+
+    async def warm_shell() -> bool:
+        members = await pool_members(api, env["id"])
+        if members:
+            box.update(members[0])
+        return bool(members) and bool(await shell_pids(members[0]["id"]))
+
+    await eventually(warm_shell)
+    waiting = await shell_pids(box["id"])
+    first = await api.session(env["name"])
+    assert first["sandbox_id"] == box["id"]
+    # $$ in the command is its persistent shell: the one that was opened in the pool
+    assert int((await api.sh(first["id"], "echo $$; cd /tmp; export Y=2"))["stdout"]) in waiting
+    assert (await api.sh(first["id"], "pwd; echo $Y"))["stdout"] == "/tmp\n2\n"
+    await api.end(first["id"])
+
+    async def rewarmed() -> bool:  # the reset killed that shell; a new one waits
+        pids = await shell_pids(box["id"])
+        return bool(pids) and not pids & waiting
+
+    await eventually(warm_shell)
+    await eventually(rewarmed)
+    waiting_again = await shell_pids(box["id"])
+    second = await api.session(env["name"])
+    res = await api.sh(second["id"], "echo $$; pwd; echo Y=$Y")
+    pid, cwd, y = res["stdout"].splitlines()
+    assert int(pid) in waiting_again and cwd == "/workspace" and y == "Y="
+    await api.end(second["id"])
+    await api.client.delete(f"/v1/environments/{env['id']}", headers=api.h)
+
+
 async def test_pool_size_zero_leaves_no_container_after_the_session(api: Api) -> None:
     env = await api.env(pool_size=0)
     session = await api.session(env["name"])
