@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -33,6 +32,7 @@ from sandlot.services.activities import ActivityRecorder
 from sandlot.services.assets import AssetService
 from sandlot.services.calls import ActivityCalls
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.expiry import SWEEP_PARALLEL, at_most, due_reason
 from sandlot.services.launch import ManifestFile, SessionLauncher, check_client_ref, new_session
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
@@ -268,39 +268,31 @@ class SessionService:
             return await SessionRepository(session, None).get(session_id)
 
     async def expire(self) -> int:
-        """End sessions past their ttl or idle timeout; returns how many."""
+        """End sessions past their ttl or idle timeout (suspend those whose environment says
+        so); returns how many ended. Due sessions are settled at once, a few at a time
+        (``SWEEP_PARALLEL``), so one slow reset or snapshot does not hold up the others."""
         await self.recorder.flush()
         now = utcnow()
         async with self._reads() as session:
             live = await SessionRepository(session, None).list(statuses=[ACTIVE, SUSPENDED], limit=1_000_000)
             envs = {e.id: e for e in await EnvironmentRepository(session, None).list()}
-        ended = 0
-        for row in live:
-            env = envs.get(row.environment_id)
-            reason = None
-            if row.expires_at is not None and row.expires_at <= now:
-                reason = "ttl expired"
-            elif (
-                row.status == ACTIVE
-                and env is not None
-                and env.idle_timeout_seconds
-                and row.last_activity_at + timedelta(seconds=env.idle_timeout_seconds) <= now
-            ):
-                reason = "idle timeout"
-            if reason is None:
-                continue
-            links = self._sandboxes.spans.links([row.sandbox_id] if row.sandbox_id else [])
-            try:
-                if reason == "idle timeout" and env is not None and env.idle_action == "suspend":
-                    with span("reaper.suspend_session", root=True, links=links, session=row.id):
-                        await self._suspend.suspend(row.id, "idle timeout")
-                    continue
-                with span("reaper.end_session", root=True, links=links, session=row.id, reason=reason):
-                    await self._end(row.id, reason)
-                ended += 1
-            except Exception:
-                log.exception("could not end session %s", row.id)
-        return ended
+        due = [(row, envs.get(row.environment_id)) for row in live]
+        work = [(row, env, why) for row, env in due if (why := due_reason(row, env, now))]
+        return sum(await at_most(SWEEP_PARALLEL, [self._expire_one(*item) for item in work]))
+
+    async def _expire_one(self, row: Session, env: Environment | None, reason: str) -> int:
+        links = self._sandboxes.spans.links([row.sandbox_id] if row.sandbox_id else [])
+        try:
+            if reason == "idle timeout" and env is not None and env.idle_action == "suspend":
+                with span("reaper.suspend_session", root=True, links=links, session=row.id):
+                    await self._suspend.suspend(row.id, "idle timeout")
+                return 0
+            with span("reaper.end_session", root=True, links=links, session=row.id, reason=reason):
+                await self._end(row.id, reason)
+            return 1
+        except Exception:
+            log.exception("could not end session %s", row.id)
+            return 0
 
     # -- checkpoints, suspend and resume -------------------------------------------------------
 
