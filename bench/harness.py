@@ -78,7 +78,9 @@ async def store() -> AsyncIterator[Store]:
         await asyncio.to_thread(migrate.upgrade, url)
         engine = make_engine(url)
         accounts = AccountService(make_sessionmaker(engine))
-        tenant = await accounts.create_tenant("bench", max_sandboxes=100, max_memory_mb=1 << 20, max_cpus=100)
+        tenant = await accounts.create_tenant(
+            "bench", max_sandboxes=400, max_sessions=400, max_memory_mb=1 << 24, max_disk_mb=1 << 24, max_cpus=400
+        )
         key = (await accounts.create_key(tenant.id)).plaintext
         await engine.dispose()
         yield Store(url, key)
@@ -152,7 +154,9 @@ async def settle(http: aiohttp.ClientSession, ready: int) -> None:
     """Wait until at least ``ready`` pool sandboxes are ready and none is starting or stopping:
     the figures are steady-state ones."""
     for _ in range(600):
-        rows = (await call(http, "GET", "/v1/sandboxes"))[1]
+        status, rows = await call(http, "GET", "/v1/sandboxes")
+        if status != 200:
+            raise RuntimeError(f"listing sandboxes: {status} {rows}")
         n_ready = sum(r["status"] == "ready" for r in rows)
         busy = sum(r["status"] in ("created", "setting_up", "shutting_down") for r in rows)
         if n_ready >= ready and not busy:

@@ -69,6 +69,18 @@ class Settings(BaseSettings):
     migrate_on_start: bool = Field(
         default=True, description="Apply pending migrations when the service starts."
     )
+    database_pool_size: int = Field(
+        default=20,
+        ge=1,
+        le=500,
+        description="PostgreSQL connections each API process keeps open. Connections beyond it "
+        "(up to database_max_overflow more) are closed after each use, and opening one costs "
+        "milliseconds (TLS, authentication, type set-up): a burst of requests larger than the "
+        "pool paid that on every request.",
+    )
+    database_max_overflow: int = Field(
+        default=20, ge=0, le=500, description="PostgreSQL connections an API process may open beyond the pool."
+    )
 
     # -- runtime ---------------------------------------------------------------------------
     runtime: RuntimeKind = Field(

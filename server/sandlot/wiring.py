@@ -61,7 +61,11 @@ async def assemble(
     if settings.migrate_on_start:
         await asyncio.to_thread(migrate.upgrade, settings.database_url)
     async with AsyncExitStack() as stack:
-        engine = make_engine(settings.database_url)
+        engine = make_engine(
+            settings.database_url,
+            pool_size=settings.database_pool_size,
+            max_overflow=settings.database_max_overflow,
+        )
         stack.push_async_callback(engine.dispose)
         counters = make_engine(settings.database_url, durable=False)  # the rate limit's buckets
         stack.push_async_callback(counters.dispose)

@@ -37,8 +37,9 @@ class OwnPostgres:
         )
         assert done.returncode == 0, f"{argv}: {done.stderr.decode(errors='replace')}"
 
-    def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+    def start(self, extra: str = "") -> None:
+        """Start it; ``extra``: more server options (``-c name=value ...``)."""
+        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off {extra}"
         log = str(self.root / "server.log")
         self._run(_bin("pg_ctl"), "-D", str(self.data), "-l", log, "-o", options, "-w", "start")
 

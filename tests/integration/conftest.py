@@ -32,6 +32,8 @@ def app_settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Setti
         max_request_bytes=64 << 10,
         exec_output_limit=8 << 20,
         bootstrap_operator_key=False,
+        database_pool_size=5,  # every process of the run shares one PostgreSQL's 100 connections
+        database_max_overflow=30,
     )
 
 
@@ -56,6 +58,7 @@ def live_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "SANDLOT_RECONCILE_ON_START": "false",  # the in-process app is creating containers too
         "SANDLOT_PROCESS_OUTPUT_LIMIT": str(1 << 20),
         "SANDLOT_POOL_INTERVAL": "0.3",
+        "SANDLOT_DATABASE_POOL_SIZE": "5",
     }
     with Server(settings, data_dir / "server.log") as server:
         yield server.url

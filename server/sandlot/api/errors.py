@@ -15,7 +15,7 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
-from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from sandlot.domain.errors import NoCapacity, RateLimited, SandlotError
@@ -121,6 +121,20 @@ def _store_unavailable(req: Request[Any, Any, Any], exc: Exception) -> Response[
     )
 
 
+#: SQLSTATE classes of a store that cannot serve now but will: connection exceptions (08),
+#: insufficient resources (53: "too many clients", out of memory or disk), operator
+#: intervention (57: shutting down, starting up). The driver raises some of them as plain
+#: ``DBAPIError``s (asyncpg's TooManyConnectionsError does).
+_BUSY_SQLSTATE = ("08", "53", "57")
+
+
+def _driver_error(req: Request[Any, Any, Any], exc: DBAPIError) -> Response[dict[str, Any]]:
+    state = str(getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None) or "")
+    if state.startswith(_BUSY_SQLSTATE):
+        return _store_unavailable(req, exc)
+    return _unexpected(req, exc)
+
+
 def _unexpected(req: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
     log.exception("unhandled error on %s %s", req.method, req.url.path, exc_info=exc)
     return problem(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "internal server error")
@@ -138,5 +152,7 @@ exception_handlers: dict[Any, Any] = {
     ConnectionError: _store_unavailable,
     # every pooled connection stayed busy past the pool's timeout (the machine overloaded)
     PoolTimeout: _store_unavailable,
+    # PostgreSQL out of connection slots or shutting down, raised without a narrower class
+    DBAPIError: _driver_error,
     Exception: _unexpected,
 }

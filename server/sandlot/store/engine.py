@@ -28,17 +28,20 @@ def async_url(url: str) -> str:
     return url
 
 
-def make_engine(url: str, *, echo: bool = False, durable: bool = True) -> AsyncEngine:
+def make_engine(
+    url: str, *, echo: bool = False, durable: bool = True, pool_size: int = 10, max_overflow: int = 20
+) -> AsyncEngine:
     """Create the engine; SQLite gets WAL, foreign keys and a busy timeout. ``durable=False``
     (PostgreSQL): commits return before the WAL reaches the disk (``synchronous_commit=off``;
     a crash may lose the last moment of commits, never corrupt anything), for counters whose
-    last few changes do not matter, such as the rate limit's buckets."""
+    last few changes do not matter, such as the rate limit's buckets. ``pool_size`` connections
+    (PostgreSQL) stay open; up to ``max_overflow`` more are opened for a burst and closed after."""
     url = async_url(url)
     kwargs: dict[str, Any] = {"echo": echo}
     if url.startswith("postgresql"):
         # No pre-ping: it costs a round trip (~0.6 ms) on every checkout; stale connections
         # are recycled instead, and a dropped one fails one request, not every request.
-        kwargs.update(pool_size=10, max_overflow=20, pool_recycle=1800)
+        kwargs.update(pool_size=pool_size, max_overflow=max_overflow, pool_recycle=1800)
         if not durable:  # a few connections are enough for one statement a request
             kwargs.update(pool_size=4, max_overflow=4)
             kwargs["connect_args"] = {"server_settings": {"synchronous_commit": "off"}}
