@@ -24,7 +24,9 @@ from harness import IMAGE, call, header, pct, remove_containers, row, server, se
 INSTANCE = f"bench-{secrets.token_hex(3)}"
 
 
-async def timed(http: aiohttp.ClientSession, method: str, path: str, body: object = None) -> tuple[float, dict]:
+async def timed(
+    http: aiohttp.ClientSession, method: str, path: str, body: object = None
+) -> tuple[float, dict]:
     t = time.perf_counter()
     status, data = await call(http, method, path, body)
     elapsed = (time.perf_counter() - t) * 1000
@@ -66,14 +68,13 @@ async def main(n: int, rounds: int, workers: int) -> None:
                     )
                     acquire += [ms for ms, _ in started]
                     assert all(s["warm"] for _, s in started), "a session was not warm"
+                    ids = [s["id"] for _, s in started]
+                    hi = {"command": "echo hi"}
                     ran = await asyncio.gather(
-                        *(
-                            timed(http, "POST", f"/v1/sessions/{s['id']}/features/shell/run", {"command": "echo hi"})
-                            for _, s in started
-                        )
+                        *(timed(http, "POST", f"/v1/sessions/{i}/features/shell/run", hi) for i in ids)
                     )
                     first += [ms for ms, _ in ran]
-                    await asyncio.gather(*(call(http, "DELETE", f"/v1/sessions/{s['id']}") for _, s in started))
+                    await asyncio.gather(*(call(http, "DELETE", f"/v1/sessions/{i}") for i in ids))
             docker = aiodocker.Docker()
             try:
                 raw = await raw_burst(docker, n)

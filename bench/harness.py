@@ -78,9 +78,8 @@ async def store() -> AsyncIterator[Store]:
         await asyncio.to_thread(migrate.upgrade, url)
         engine = make_engine(url)
         accounts = AccountService(make_sessionmaker(engine))
-        tenant = await accounts.create_tenant(
-            "bench", max_sandboxes=400, max_sessions=400, max_memory_mb=1 << 24, max_disk_mb=1 << 24, max_cpus=400
-        )
+        roomy = {"max_sandboxes": 400, "max_sessions": 400, "max_cpus": 400}
+        tenant = await accounts.create_tenant("bench", max_memory_mb=1 << 24, max_disk_mb=1 << 24, **roomy)
         key = (await accounts.create_key(tenant.id)).plaintext
         await engine.dispose()
         yield Store(url, key)

@@ -79,7 +79,10 @@ class Settings(BaseSettings):
         "pool paid that on every request.",
     )
     database_max_overflow: int = Field(
-        default=20, ge=0, le=500, description="PostgreSQL connections an API process may open beyond the pool."
+        default=20,
+        ge=0,
+        le=500,
+        description="PostgreSQL connections an API process may open beyond the pool.",
     )
 
     # -- runtime ---------------------------------------------------------------------------

@@ -31,7 +31,9 @@ def few_slots() -> Iterator[OwnPostgres]:
 async def _slots_left(url: str) -> int:
     conn = await asyncpg.connect(url)
     try:
-        used = await conn.fetchval("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'")
+        used = await conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+        )
     finally:
         await conn.close()
     return 12 - int(used)
