@@ -87,6 +87,9 @@ async def test_every_method_of_the_blocking_client(live_server: str, new_tenant:
                 sleeper = s.processes.start("sleep 300")
                 assert sleeper.kill()["status"] == "killed"
                 assert len(s.processes.list()) == 2
+                asker = s.processes.start("printf 'name? '; read n; echo hi $n", stdin=True)
+                asker.write("ann\n", eof=True)
+                assert asker.wait()["exit_code"] == 0 and asker.output() == b"name? hi ann\n"
 
                 term = s.pty(cols=90, rows=30)
                 term.send("stty size\n")

@@ -14,6 +14,7 @@ from sandlot_client._api.models import (
     AssetRef,
     EnvironmentCreate,
     ManifestEntry,
+    ProcessInput,
     ProcessStart,
     ProcessStartEnv,
     SessionCreate,
@@ -22,7 +23,7 @@ from sandlot_client._api.models import (
 from sandlot_client._api.types import UNSET, Unset
 from sandlot_client.errors import InvalidInput
 
-__all__ = ["activity_args", "environment_create", "process_start", "session_create"]
+__all__ = ["activity_args", "environment_create", "process_input", "process_start", "session_create"]
 
 M = TypeVar("M")
 
@@ -56,9 +57,23 @@ def session_create(
     )
 
 
-def process_start(command: str, env: dict[str, str] | None, cwd: str | None) -> ProcessStart:
-    """A background process start (``env`` is always sent, ``{}`` when not given)."""
-    return ProcessStart(command=command, cwd=_given(cwd), env=ProcessStartEnv.from_dict(env or {}))
+def process_start(
+    command: str, env: dict[str, str] | None, cwd: str | None, *, stdin: bool = False, tty: bool = False
+) -> ProcessStart:
+    """A background process start (``env`` is always sent, ``{}`` when not given; ``stdin`` and
+    ``tty`` only when true)."""
+    return ProcessStart(
+        command=command,
+        cwd=_given(cwd),
+        env=ProcessStartEnv.from_dict(env or {}),
+        stdin=True if stdin else UNSET,
+        tty=True if tty else UNSET,
+    )
+
+
+def process_input(data: str, eof: bool) -> ProcessInput:
+    """Text for a process's stdin, and whether to close it after."""
+    return ProcessInput(data=data, eof=True if eof else UNSET)
 
 
 def activity_args(args: Mapping[str, Any]) -> V1SessionsSessionIdFeaturesActivityCallBody:

@@ -1,7 +1,9 @@
 """Background processes of a session: ``session.processes`` and :class:`AsyncProcess`.
 
 Each REST request is built by the generated function of its route (``_api.api.processes``); only
-the live output stream is a WebSocket (:class:`~sandlot_client._streams.OutputStream`).
+the live output stream is a WebSocket (:class:`~sandlot_client._streams.OutputStream`). A process
+started with ``stdin=True`` (a pipe) or ``tty=True`` (a terminal fed by that pipe) takes input
+through :meth:`AsyncProcess.write`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from sandlot_client._api.api.processes import (
 from sandlot_client._api.api.processes import (
     v1_sessions_session_id_processes_process_id_output_output as process_output,
 )
+from sandlot_client._api.api.processes import (
+    v1_sessions_session_id_processes_process_id_stdin_stdin as process_stdin,
+)
 from sandlot_client._api.api.processes import v1_sessions_session_id_processes_start as start_process
 from sandlot_client._streams import OutputStream
 
@@ -39,9 +44,19 @@ class Processes:
         self._s = session
 
     async def start(
-        self, command: str, *, env: dict[str, str] | None = None, cwd: str | None = None
+        self,
+        command: str,
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bool = False,
+        tty: bool = False,
     ) -> AsyncProcess:
-        body = _bodies.process_start(command, env, cwd)
+        """Start ``command`` detached. ``stdin``: it reads what :meth:`AsyncProcess.write`
+        sends (otherwise /dev/null); ``tty``: it runs on a terminal fed by that input (the
+        service answers 422, :class:`~sandlot_client.errors.InvalidInput` with ``field`` "tty",
+        where the sandbox's image cannot open one)."""
+        body = _bodies.process_start(command, env, cwd, stdin=stdin, tty=tty)
         data = await self._s._json(partial(start_process._get_kwargs, self._s.id, body=body))
         return AsyncProcess(self._s, data)
 
@@ -79,6 +94,13 @@ class AsyncProcess:
     async def kill(self) -> dict[str, Any]:
         self.data = await self._s._json(partial(kill_process._get_kwargs, self._s.id, self.id))
         return self.data
+
+    async def write(self, data: str, *, eof: bool = False) -> None:
+        """Send ``data`` to the process's stdin (at most 64 KiB encoded), then with ``eof``
+        close it. :class:`~sandlot_client.errors.Conflict` when it has no stdin, has ended or
+        its stdin is closed. Not retried: a write whose answer was lost may have gone in."""
+        body = _bodies.process_input(data, eof)
+        await self._s._client._rest(partial(process_stdin._get_kwargs, self._s.id, self.id, body=body))
 
     async def output(self, offset: int = 0, limit: int = 1 << 20) -> bytes:
         endpoint = partial(process_output._get_kwargs, self._s.id, self.id, offset=offset, limit=limit)

@@ -13,7 +13,14 @@
     resumed = await client.resume(client.deserialize_session_state(state))
 
 Each SDK session is one Sandlot session. ``exec`` runs one-shot processes (``shell.exec``, so
-several may run at once), ``read``/``write`` use the workspace file activities,
+several may run at once). The SDK's interactive exec is supported (``supports_pty``): the
+``exec_command`` tool starts a Sandlot background process, so a command that outlives its
+``yield_time_ms`` keeps running and the model polls it, and writes to it, with ``write_stdin``
+(``tty=True``: a terminal in the sandbox fed by a stdin pipe; ``tty=False``: stdin is
+/dev/null, as in the SDK's own sandboxes). Output comes from a stream that resumes from its byte
+offset after a lost connection, so the model sees every byte once; the processes are killed
+when the session stops or closes (see :mod:`sandlot_client._agents_pty`). ``read``/``write``
+use the workspace file activities,
 ``persist_workspace``/``hydrate_workspace`` move the workspace as a tar. Closing the session
 *suspends* the Sandlot session (a server-side snapshot, then the sandbox is frozen), so
 ``resume`` reattaches to the same sandbox when it is still there; when it is not, the service
@@ -43,12 +50,14 @@ from agents.sandbox.manifest import Manifest
 from agents.sandbox.session.base_sandbox_session import BaseSandboxSession
 from agents.sandbox.session.dependencies import Dependencies
 from agents.sandbox.session.manager import Instrumentation
+from agents.sandbox.session.pty_types import PtyExecUpdate
 from agents.sandbox.session.sandbox_client import BaseSandboxClient, BaseSandboxClientOptions
 from agents.sandbox.session.sandbox_session import SandboxSession
 from agents.sandbox.session.sandbox_session_state import SandboxSessionState
 from agents.sandbox.snapshot import SnapshotBase, SnapshotSpec, resolve_snapshot
 from agents.sandbox.types import ExecResult, User
 
+from sandlot_client._agents_pty import PtyProcesses
 from sandlot_client.aio import AsyncSandlot, AsyncSession, output_bytes
 from sandlot_client.errors import Conflict, NotFound, SandlotError
 
@@ -98,6 +107,7 @@ class SandlotSandboxSession(BaseSandboxSession):
         self._remote = remote
         self.state = state
         self.resumed_how: str | None = None  # reattached, hydrated, from_snapshot or fresh
+        self._pty = PtyProcesses(remote)
 
     @property
     def remote(self) -> AsyncSession:
@@ -119,6 +129,43 @@ class SandlotSandboxSession(BaseSandboxSession):
         stdout, stderr = output_bytes(result)
         exit_code = result.get("exit_code")
         return ExecResult(stdout=stdout, stderr=stderr, exit_code=-1 if exit_code is None else exit_code)
+
+    def supports_pty(self) -> bool:
+        return True
+
+    async def pty_exec_start(
+        self,
+        *command: str | Path,
+        timeout: float | None = None,
+        shell: bool | list[str] = True,
+        user: str | User | None = None,
+        tty: bool = False,
+        yield_time_s: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> PtyExecUpdate:
+        """Start the command as a background process; its output for ``yield_time_s`` (10 s by
+        default), and its process id while it runs. ``timeout`` is not a limit on the command
+        (the SDK's own sandboxes ignore it too)."""
+        argv = [str(c) for c in self._prepare_exec_command(*command, shell=shell, user=user)]
+        yield_ms = 10_000 if yield_time_s is None else int(yield_time_s * 1000)
+        return await self._pty.start(
+            argv, cwd=self.state.manifest.root, tty=tty, yield_ms=yield_ms, max_tokens=max_output_tokens
+        )
+
+    async def pty_write_stdin(
+        self,
+        *,
+        session_id: int,
+        chars: str,
+        yield_time_s: float | None = None,
+        max_output_tokens: int | None = None,
+    ) -> PtyExecUpdate:
+        """Write ``chars`` (none: only poll) and return the output since the last call."""
+        yield_ms = 250 if yield_time_s is None else int(yield_time_s * 1000)
+        return await self._pty.write(session_id, chars, yield_ms=yield_ms, max_tokens=max_output_tokens)
+
+    async def pty_terminate_all(self) -> None:
+        await self._pty.terminate_all()
 
     async def read(self, path: Path, *, user: str | User | None = None) -> io.IOBase:
         target = self.normalize_path(path)

@@ -194,6 +194,9 @@ class Process:
     def kill(self) -> dict[str, Any]:
         return self._s._run(self.aio.kill())
 
+    def write(self, data: str, *, eof: bool = False) -> None:
+        self._s._run(self.aio.write(data, eof=eof))
+
     def output(self, offset: int = 0, limit: int = 1 << 20) -> bytes:
         return self._s._run(self.aio.output(offset, limit))
 

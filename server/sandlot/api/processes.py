@@ -1,5 +1,6 @@
 """``/v1/sessions/{id}/processes``: background processes, their output from any byte offset,
-and a WebSocket that streams it live and resumes from an offset after a reconnect."""
+a WebSocket that streams it live and resumes from an offset after a reconnect, and their stdin
+(a pipe, or a terminal) for those started with one."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
-from sandlot.api.schemas import ProcessOut, ProcessStart
+from sandlot.api.schemas import ProcessInput, ProcessOut, ProcessStart
 from sandlot.api.ws import Close, first_to_finish, until_disconnected
-from sandlot.domain.errors import SandlotError
+from sandlot.domain.errors import InvalidInput, SandlotError
 
 __all__ = ["ProcessController"]
 
@@ -37,7 +38,9 @@ class ProcessController(Controller):
         services: ServicesDep,
         principal: PrincipalDep,
     ) -> ProcessOut:
-        row = await services.processes.start(principal, session_id, data.command, env=data.env, cwd=data.cwd)
+        row = await services.processes.start(
+            principal, session_id, data.command, env=data.env, cwd=data.cwd, stdin=data.stdin, tty=data.tty
+        )
         return ProcessOut.of(row)
 
     @get("/", summary="List the session's processes", responses=problems(404))
@@ -74,6 +77,30 @@ class ProcessController(Controller):
         principal: PrincipalDep,
     ) -> ProcessOut:
         return ProcessOut.of(await services.processes.kill(principal, session_id, process_id))
+
+    @post(
+        "/{process_id:str}/stdin",
+        status_code=204,
+        summary="Write to the process's stdin",
+        description="For a process started with `stdin` or `tty`: `data` (UTF-8, at most 64 KiB "
+        "encoded) goes to its stdin; `eof` then closes it. 409 when the process has no stdin, has "
+        "ended, its stdin is closed, or it left its pipe full for 5 s (part of `data` may have "
+        "gone in).",
+        responses=problems(404, 409, 413, 502, 503),
+    )
+    async def stdin(
+        self,
+        session_id: FromPath[str],
+        process_id: FromPath[str],
+        data: JSONBody[ProcessInput],
+        services: ServicesDep,
+        principal: PrincipalDep,
+    ) -> None:
+        try:
+            raw = data.data.encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate such as "\ud800"
+            raise InvalidInput("stdin data is not valid Unicode", field="data") from exc
+        await services.processes.write(principal, session_id, process_id, raw, eof=data.eof)
 
     @get(
         "/{process_id:str}/output",

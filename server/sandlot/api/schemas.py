@@ -23,6 +23,7 @@ __all__ = [
     "FileWritten",
     "In",
     "Out",
+    "ProcessInput",
     "ProcessOut",
     "ProcessStart",
     "ResumeOut",
@@ -322,6 +323,23 @@ class ProcessStart(In):
     command: Annotated[str, Field(min_length=1, max_length=8000)]
     env: EnvMap = Field(default_factory=dict)
     cwd: Annotated[str | None, Field(max_length=4096)] = None
+    stdin: bool = Field(
+        default=False,
+        description="Give the command a stdin that `POST .../stdin` writes to (otherwise it reads "
+        "/dev/null).",
+    )
+    tty: bool = Field(
+        default=False,
+        description="Run the command on a terminal (80x24, TERM=xterm) fed by that stdin: echo, "
+        "^C and `isatty` as in a shell. Needs util-linux `script` in the image (422 otherwise).",
+    )
+
+
+class ProcessInput(In):
+    """Bytes for a process's stdin (the text, UTF-8 encoded), and whether to close it after."""
+
+    data: Annotated[str, Field(max_length=64 << 10)] = ""
+    eof: bool = False
 
 
 class ProcessOut(Out):

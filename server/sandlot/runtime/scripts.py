@@ -10,9 +10,11 @@ __all__ = [
     "KILL_TREE",
     "LIMIT_COUNTS",
     "PROC_FOLLOW",
+    "PROC_KILL",
     "PROC_READ",
     "PROC_START",
     "PROC_STATUS",
+    "PROC_STDIN",
     "REPORT_PID_AND_EXEC",
     "RESET_SANDBOX",
     "SCRATCH_DIRS",
@@ -46,17 +48,17 @@ __sl_stat() {
 }
 """
 
-#: Run as ``sh -c KILL_SESSION sh SID``: stops, then kills, every process in session SID.
-#: Stopping first keeps a fork loop from outrunning the sweep.
+#: Run as ``sh -c KILL_SESSION sh SID...``: stops, then kills, every process in the sessions
+#: SID... Stopping first keeps a fork loop from outrunning the sweep.
 KILL_SESSION = (
     _STAT
     + r"""
-sid=$1
+sids=" $* "
 for sig in STOP STOP KILL KILL KILL; do
   for f in /proc/[0-9]*/stat; do
     __sl_stat "$f" || continue
     set -- $__sl_fields
-    if [ "$4" = "$sid" ]; then
+    if case "$sids" in *" $4 "*) true ;; *) false ;; esac; then
       p=${f#/proc/}; p=${p%/stat}
       kill -$sig "$p" 2>/dev/null
     fi
@@ -64,6 +66,17 @@ for sig in STOP STOP KILL KILL KILL; do
 done
 exit 0
 """
+)
+
+#: Run as ``sh -c PROC_KILL sh DIR SID``: KILL_SESSION for a background process: its session
+#: SID and, when it has a terminal, the terminal's session (DIR/tsid, digits only).
+PROC_KILL = (
+    r"""
+d=$1; shift
+t=; read -r t < "$d/tsid" 2>/dev/null
+case $t in ""|*[!0-9]*) ;; *) set -- "$@" "$t" ;; esac
+"""
+    + KILL_SESSION
 )
 
 #: Run as ``sh -c KILL_TREE sh PID [children]``: stops, then kills, PID and every process
@@ -185,42 +198,110 @@ exit $bad
 """
 )
 
-#: Run as ``sh -c PROC_START sh DIR CAP COMMAND [CWD]``: starts COMMAND detached in a new session
-#: (its leader's pid is written to DIR/pid and printed), stdin from /dev/null, stdout and
+#: What a process with a terminal runs first, under ``script``: it leads the terminal's own
+#: session (``script`` makes one), so it notes its pid in DIR/tsid for status and kill, gives the
+#: terminal a size, then runs the command (in ``$SL_CMD``).
+_TTY_INIT = (
+    'echo $$ > "$SL_D/tsid"; c=$SL_CMD; unset SL_D SL_CMD; stty cols 80 rows 24 2>/dev/null; eval "$c"'
+)
+
+#: Run as ``sh -c PROC_START sh DIR CAP COMMAND [CWD [MODE]]``: starts COMMAND detached in a new
+#: session (its leader's pid is written to DIR/pid once it is set up, and printed), stdout and
 #: stderr merged into DIR/out. Only the first CAP bytes are kept; the rest is read and dropped,
-#: so the command never blocks or dies on a full pipe. When COMMAND ends its exit code goes to
-#: DIR/rc.tmp, and once every byte is in DIR/out it is renamed to DIR/rc: "rc exists" means
-#: "the output is complete".
-PROC_START = r"""
-d=$1; cap=$2; cmd=$3; cwd=${4:-}
+#: so the command never blocks or dies on a full pipe. ``head -c`` (coreutils' and busybox's)
+#: keeps what it copies in a stdio buffer, which would hold output back 4 KiB at a time: it runs
+#: unbuffered under coreutils' ``stdbuf``; busybox has none, but its ``dd`` copies each read
+#: as it comes and counts bytes (coreutils' ``dd`` stops at the first short read, so it is only
+#: used when it is not coreutils'). The output reaches DIR/out as it is written. When
+#: COMMAND ends its exit code goes to DIR/rc.tmp, and once every byte is in DIR/out it is
+#: renamed to DIR/rc: "rc exists" means "the output is complete".
+#:
+#: MODE: empty, stdin is /dev/null. ``stdin``: stdin is the FIFO DIR/in, held open by a
+#: ``sleep`` of the session (its pid in DIR/holder) so that the command sees no end of input
+#: until that holder is killed (PROC_STDIN's EOF) or the command ends. ``tty``: the same FIFO
+#: feeds a terminal that ``script`` (util-linux) opens, on which the command runs: a real tty
+#: (echo, ^C, isatty) with output in DIR/out as it appears. Without a working ``script`` it
+#: prints nothing and exits 4 before starting anything. A command started in the background by
+#: a shell ignores SIGINT and SIGQUIT, and a shell cannot undo that; coreutils' ``env
+#: --default-signal`` can, so ^C reaches the command where it is there.
+PROC_START = (
+    r"""
+d=$1; cap=$2; cmd=$3; cwd=${4:-}; mode=${5:-}
+if [ "$mode" = tty ] && ! script -qefc true /dev/null </dev/null >/dev/null 2>&1; then exit 4; fi
 mkdir -p "$d" || exit 1
 : > "$d/out"
 setsid sh -c '
-  d=$1; cap=$2
-  echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"
-  if [ -n "$4" ]; then cd "$4" || { echo "no such directory: $4" > "$d/out"; echo 126 > "$d/rc"; exit; }; fi
-  { ( eval "$3" ) </dev/null 2>&1; echo $? > "$d/rc.tmp"; } | { head -c "$cap"; cat > /dev/null; } >> "$d/out"
+  d=$1; cap=$2; mode=$5; h=; in=/dev/null
+  started() { echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"; }
+  fail() { echo "$1" > "$d/out"; echo 126 > "$d/rc"; started; exit; }
+  if [ -n "$4" ]; then cd "$4" || fail "no such directory: $4"; fi
+  if [ -n "$mode" ]; then
+    mkfifo -m 600 "$d/in" || fail "cannot make a pipe for stdin"
+    sleep 2147483647 3<>"$d/in" </dev/null >/dev/null 2>&1 &
+    h=$!; echo $h > "$d/holder"; in=$d/in
+  fi
+  started
+  {
+    if [ "$mode" = tty ]; then
+      r=; env --default-signal true 2>/dev/null && r="env --default-signal"
+      SL_D=$d SL_CMD=$3 SHELL=/bin/sh TERM=xterm $r script -qefc "$6" /dev/null
+    else
+      ( eval "$3" )
+    fi < "$in" 2>&1
+    echo $? > "$d/rc.tmp"
+  } | {
+    if command -v stdbuf >/dev/null 2>&1; then stdbuf -o0 head -c "$cap"
+    elif ! dd --version >/dev/null 2>&1 && dd count=0 iflag=count_bytes </dev/null 2>/dev/null; then
+      dd bs=65536 count="$cap" iflag=count_bytes 2>/dev/null
+    else head -c "$cap"; fi
+    cat > /dev/null
+  } >> "$d/out"
+  [ -n "$h" ] && kill $h 2>/dev/null
   mv "$d/rc.tmp" "$d/rc"
-' sh "$d" "$cap" "$cmd" "$cwd" </dev/null >/dev/null 2>&1 &
+' sh "$d" "$cap" "$cmd" "$cwd" "$mode" '"""
+    + _TTY_INIT
+    + r"""' </dev/null >/dev/null 2>&1 &
 i=0
 while [ ! -s "$d/pid" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
 cat "$d/pid"
 """
+)
+
+#: Run as ``sh -c PROC_STDIN sh DIR EOF`` with the bytes to write on its own stdin: writes them
+#: to the process's stdin, then with EOF=1 closes it (kills the holder). Exit 3: the process
+#: has no stdin; 4: it has ended; 5: its stdin was closed. The FIFO is opened read-write, which
+#: never blocks even if the process is gone by then (the bytes are then dropped with the pipe);
+#: a process that leaves its stdin unread makes a write past the pipe's 64 KiB wait, and the
+#: caller's timeout ends it.
+PROC_STDIN = r"""
+d=$1
+[ -p "$d/in" ] || exit 3
+[ -e "$d/rc" ] && exit 4
+read -r sid < "$d/pid" && kill -0 "$sid" 2>/dev/null || exit 4
+read -r h < "$d/holder" && kill -0 "$h" 2>/dev/null || exit 5
+exec 3<>"$d/in"
+cat >&3 || exit 6
+exec 3>&-
+if [ "$2" = 1 ]; then kill "$h" 2>/dev/null; fi
+exit 0
+"""
 
 #: Run as ``sh -c PROC_STATUS sh DIR``: prints four lines: the exit code (empty while it runs or
-#: if it was killed), whether its session still has processes (1/0), the output size in bytes,
-#: then "CPU_TICKS PEAK_KB" summed/maxed over the session's live processes (0 0 when none).
+#: if it was killed), whether its session (or its terminal's, DIR/tsid) still has processes
+#: (1/0), the output size in bytes, then "CPU_TICKS PEAK_KB" summed/maxed over those sessions'
+#: live processes (0 0 when none).
 PROC_STATUS = (
     _STAT
     + r"""
 d=$1
 read -r sid < "$d/pid" 2>/dev/null || sid=
+read -r tsid < "$d/tsid" 2>/dev/null || tsid=$sid
 alive=0; ticks=0; peak=0
 if [ -n "$sid" ]; then
   for f in /proc/[0-9]*/stat; do
     __sl_stat "$f" || continue
     set -- $__sl_fields
-    [ "$4" = "$sid" ] || continue
+    [ "$4" = "$sid" ] || [ "$4" = "$tsid" ] || continue
     alive=1
     ticks=$((ticks + ${12} + ${13}))
     p=${f%/stat}

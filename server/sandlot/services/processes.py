@@ -8,6 +8,11 @@ the number of bytes it already has gets the rest, nothing lost and nothing twice
 process kills every process of its session, children that left its process tree included. The
 rows in the store remember each process; status, CPU time and peak memory are read from the
 sandbox whenever a client asks while it runs.
+
+A process may take input: started with ``stdin`` its stdin is a pipe that :meth:`ProcessService.write`
+feeds (and may close); with ``tty`` that pipe feeds a terminal the command runs on (``script``
+in the sandbox opens it), so the command sees a real tty: echo, ^C, ``isatty``. Either way the
+output is the same capped file, read and followed from any offset.
 """
 
 from __future__ import annotations
@@ -19,11 +24,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlmodel import col, select
 
 from sandlot.domain.env import validate_env
-from sandlot.domain.errors import InvalidInput, NotFound, SandboxStateError
+from sandlot.domain.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, SandboxStateError
 from sandlot.domain.paths import resolve_cwd
 from sandlot.observability.tracing import current_traceparent, span
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
-from sandlot.runtime.scripts import KILL_SESSION, PROC_FOLLOW, PROC_READ, PROC_START, PROC_STATUS
+from sandlot.runtime.scripts import PROC_FOLLOW, PROC_KILL, PROC_READ, PROC_START, PROC_STATUS, PROC_STDIN
 from sandlot.services.accounts import Principal
 from sandlot.services.assets import resolve_placeholders
 from sandlot.services.sessions import SessionService
@@ -31,13 +36,24 @@ from sandlot.settings import Settings
 from sandlot.store.tables import Process, Sandbox
 from sandlot.store.types import utcnow
 
-__all__ = ["RUNNING", "ProcessService"]
+__all__ = ["MAX_STDIN_BYTES", "RUNNING", "ProcessService"]
 
 RUNNING = "running"
 EXITED = "exited"
 KILLED = "killed"
 _CLOCK_TICKS = 100  # USER_HZ on Linux
 _QUICK = 15.0
+#: The most one write to a process's stdin carries: what a pipe holds, so a write to a process
+#: that keeps up with its input never waits.
+MAX_STDIN_BYTES = 64 << 10
+#: How long a write waits for a process to read what is already in its pipe.
+_STDIN_WAIT = 5.0
+#: PROC_STDIN's refusals.
+_STDIN_REFUSED = {
+    3: "the process was started without stdin",
+    4: "the process has ended",
+    5: "the process's stdin is closed",
+}
 
 
 def _number(text: str) -> int | None:
@@ -67,10 +83,17 @@ class ProcessService:
         return f"{self._runtime.state_dir(box.runtime_ref)}/proc/{process_id}"
 
     async def _sh(
-        self, box: Sandbox, script: str, *args: str, limit: int = 1 << 16
+        self,
+        box: Sandbox,
+        script: str,
+        *args: str,
+        limit: int = 1 << 16,
+        stdin: bytes | None = None,
+        timeout: float = _QUICK,
     ) -> tuple[int | None, bytes]:
         assert box.runtime_ref is not None
-        req = ExecRequest(["/bin/sh", "-c", script, "sh", *args], timeout=_QUICK, output_limit=limit)
+        argv = ["/bin/sh", "-c", script, "sh", *args]
+        req = ExecRequest(argv, stdin=stdin, timeout=timeout, output_limit=limit)
         res = await self._runtime.exec(box.runtime_ref, req)
         return res.exit_code, res.stdout
 
@@ -84,7 +107,12 @@ class ProcessService:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        stdin: bool = False,
+        tty: bool = False,
     ) -> Process:
+        """Start ``command``; with ``stdin`` it reads a pipe that :meth:`write` feeds, with
+        ``tty`` it runs on a terminal fed by that pipe (422 where the sandbox has no ``script``
+        to open one)."""
         if not command.strip() or "\x00" in command:
             raise InvalidInput("command must be a non-empty string without NUL bytes", field="command")
         env = dict(env or {})
@@ -104,6 +132,13 @@ class ProcessService:
                 str(self._settings.process_output_limit),
                 exports + command,
                 resolve_cwd(box.workspace, cwd) or box.workspace,
+                "tty" if tty else "stdin" if stdin else "",
+            )
+        if tty and code == 4:
+            raise InvalidInput(
+                "this sandbox cannot give a process a terminal (its image has no util-linux "
+                "`script`); start it with stdin instead",
+                field="tty",
             )
         pid = out.strip()
         if code != 0 or not pid.isdigit():
@@ -167,8 +202,29 @@ class ProcessService:
         row, box = await self._row(principal, session_id, process_id)
         if row.status == RUNNING and row.pid:
             with span("process.kill", session=session_id, sandbox=box.id):
-                await self._sh(box, KILL_SESSION, str(row.pid))
+                await self._sh(box, PROC_KILL, self._dir(box, row.id), str(row.pid))
         return await self._refresh(row, box)
+
+    async def write(
+        self, principal: Principal, session_id: str, process_id: str, data: bytes, *, eof: bool = False
+    ) -> None:
+        """Write ``data`` to the process's stdin, then, with ``eof``, close it. 409 when the
+        process has no stdin, has ended or its stdin was closed, or when it leaves its pipe full
+        for longer than a few seconds (some of ``data`` may have gone in by then)."""
+        if len(data) > MAX_STDIN_BYTES:
+            limit = MAX_STDIN_BYTES
+            raise PayloadTooLarge(f"at most {limit} bytes of stdin per write", limit=limit)
+        row, box = await self._row(principal, session_id, process_id)
+        with span("process.stdin", session=session_id, sandbox=box.id):
+            code, out = await self._sh(
+                box, PROC_STDIN, self._dir(box, row.id), "1" if eof else "0", stdin=data, timeout=_STDIN_WAIT
+            )
+        if code is None:
+            raise Conflict("the process did not read its stdin in time; part of the input may have gone in")
+        if code in _STDIN_REFUSED:
+            raise Conflict(_STDIN_REFUSED[code], process_id=process_id)
+        if code != 0:
+            raise SandboxStateError(f"could not write to the process's stdin (exit {code}): {out[-300:]!r}")
 
     # -- output ------------------------------------------------------------------------------
 

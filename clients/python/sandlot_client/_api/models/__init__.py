@@ -38,6 +38,7 @@ from .key_out import KeyOut
 from .manifest_entry import ManifestEntry
 from .manifest_entry_encoding import ManifestEntryEncoding
 from .problem import Problem
+from .process_input import ProcessInput
 from .process_out import ProcessOut
 from .process_start import ProcessStart
 from .process_start_env import ProcessStartEnv
@@ -102,6 +103,7 @@ __all__ = (
     "ManifestEntry",
     "ManifestEntryEncoding",
     "Problem",
+    "ProcessInput",
     "ProcessOut",
     "ProcessStart",
     "ProcessStartEnv",

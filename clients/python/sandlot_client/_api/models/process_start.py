@@ -29,11 +29,17 @@ class ProcessStart:
             command (str):
             cwd (None | str | Unset):
             env (ProcessStartEnv | Unset):
+            stdin (bool | Unset): Give the command a stdin that `POST .../stdin` writes to (otherwise it reads /dev/null).
+                Default: False.
+            tty (bool | Unset): Run the command on a terminal (80x24, TERM=xterm) fed by that stdin: echo, ^C and `isatty`
+                as in a shell. Needs util-linux `script` in the image (422 otherwise). Default: False.
      """
 
     command: str
     cwd: None | str | Unset = UNSET
     env: ProcessStartEnv | Unset = UNSET
+    stdin: bool | Unset = False
+    tty: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -54,6 +60,10 @@ class ProcessStart:
         if not isinstance(self.env, Unset):
             env = self.env.to_dict()
 
+        stdin = self.stdin
+
+        tty = self.tty
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -64,6 +74,10 @@ class ProcessStart:
             field_dict["cwd"] = cwd
         if env is not UNSET:
             field_dict["env"] = env
+        if stdin is not UNSET:
+            field_dict["stdin"] = stdin
+        if tty is not UNSET:
+            field_dict["tty"] = tty
 
         return field_dict
 
@@ -95,10 +109,16 @@ class ProcessStart:
 
 
 
+        stdin = d.pop("stdin", UNSET)
+
+        tty = d.pop("tty", UNSET)
+
         process_start = cls(
             command=command,
             cwd=cwd,
             env=env,
+            stdin=stdin,
+            tty=tty,
         )
 
 

@@ -1,0 +1,81 @@
+"""The background process programs (runtime/scripts.py) on every runtime: a process's stdin is a
+pipe the next program writes to and closes, its output reaches the file while it runs, and a
+terminal is opened where the sandbox has ``script`` (the local runtime's host) and refused where
+it has not (the busybox image)."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from sandlot.runtime.base import LABEL_SANDBOX, ExecRequest, SandboxRuntime, SandboxSpec
+from sandlot.runtime.scripts import PROC_READ, PROC_START, PROC_STDIN
+from tests.conftest import BUSYBOX
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture(params=["docker", "local"], scope="module")
+def runtime(request: pytest.FixtureRequest) -> SandboxRuntime:
+    return request.getfixturevalue(f"{request.param}_runtime")
+
+
+@pytest.fixture
+async def ref(runtime: SandboxRuntime) -> AsyncIterator[str]:
+    sandbox_id = f"sbx_{secrets.token_hex(8)}"
+    ref = await runtime.create(
+        SandboxSpec(sandbox_id, "ten_test", BUSYBOX, labels={LABEL_SANDBOX: sandbox_id})
+    )
+    yield ref
+    await runtime.remove(ref)
+
+
+async def sh(
+    runtime: SandboxRuntime, ref: str, script: str, *args: str, stdin: bytes | None = None
+) -> tuple[int | None, bytes]:
+    res = await runtime.exec(
+        ref, ExecRequest(["/bin/sh", "-c", script, "sh", *args], stdin=stdin, timeout=15)
+    )
+    return res.exit_code, res.stdout
+
+
+async def output_until(runtime: SandboxRuntime, ref: str, d: str, needle: bytes) -> bytes:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        _, out = await sh(runtime, ref, PROC_READ, d, "0", "100000")
+        if needle in out:
+            return out
+        await asyncio.sleep(0.1)
+    pytest.fail(f"{needle!r} never appeared")
+
+
+async def test_stdin_is_a_pipe_that_is_written_and_closed(runtime: SandboxRuntime, ref: str) -> None:
+    d = f"{runtime.state_dir(ref)}/proc/p1"
+    code, pid = await sh(
+        runtime, ref, PROC_START, d, "100000", 'read a; echo "got $a"; cat; echo end', "", "stdin"
+    )
+    assert code == 0 and pid.strip().isdigit()
+    assert (await sh(runtime, ref, PROC_STDIN, d, "0", stdin=b"one\n"))[0] == 0
+    await output_until(runtime, ref, d, b"got one\n")  # while it still runs
+    assert (await sh(runtime, ref, PROC_STDIN, d, "1", stdin=b"two"))[0] == 0
+    assert await output_until(runtime, ref, d, b"end\n") == b"got one\ntwoend\n"
+
+
+async def test_a_terminal_opens_where_script_is_and_is_refused_elsewhere(
+    runtime: SandboxRuntime, ref: str
+) -> None:
+    has_script = (await sh(runtime, ref, "command -v script"))[0] == 0  # busybox has none
+    d = f"{runtime.state_dir(ref)}/proc/p2"
+    code, _ = await sh(runtime, ref, PROC_START, d, "100000", "tty; read a; echo got $a", "", "tty")
+    if not has_script:
+        assert code == 4
+        assert (await sh(runtime, ref, '[ -e "$1" ]', d))[0] != 0  # nothing was started
+        return
+    assert code == 0
+    assert (await sh(runtime, ref, PROC_STDIN, d, "0", stdin=b"x\n"))[0] == 0
+    out = await output_until(runtime, ref, d, b"got x")
+    assert out.startswith(b"/dev/pts/") and b"x\r\ngot x\r\n" in out
