@@ -78,4 +78,7 @@ async def test_a_terminal_opens_where_script_is_and_is_refused_elsewhere(
     assert code == 0
     assert (await sh(runtime, ref, PROC_STDIN, d, "0", stdin=b"x\n"))[0] == 0
     out = await output_until(runtime, ref, d, b"got x")
-    assert out.startswith(b"/dev/pts/") and b"x\r\ngot x\r\n" in out
+    # a terminal: tty names it, the input is echoed (CR LF) and reaches the program; input
+    # written before the terminal was set up may be echoed ahead of tty's line (seen under load)
+    assert b"/dev/pts/" in out and b"got x\r\n" in out
+    assert b"x\r\n" in out.replace(b"got x\r\n", b"")
