@@ -126,6 +126,7 @@ class PersistentShell:
         self.ref = ref
         self._key = key  # None: opened in the pool, not yet a session's (see ShellManager.warm)
         self._bound = False  # whether the shell was told its state directory
+        self._opening = False  # open() holds the lock: a command waits for it, no Conflict
         self._stream: ProcessStream | None = None
         self._chunks: asyncio.Queue[tuple[int, bytes] | object] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
@@ -153,10 +154,19 @@ class PersistentShell:
         self._key = key
 
     async def open(self) -> None:
-        """Attach now rather than at the first command."""
-        async with self._lock:
-            if self._stream is None:
-                await self._start()
+        """Attach now rather than at the first command (a command sent meanwhile waits)."""
+        self._opening = True
+        try:
+            async with self._lock:
+                if self._stream is None:
+                    try:
+                        await self._start()
+                    except BaseException:
+                        await self.close()  # unopened again: a command retries on its own
+                        self._chunks = asyncio.Queue()
+                        raise
+        finally:
+            self._opening = False
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
         try:
@@ -212,7 +222,7 @@ class PersistentShell:
             traceparent = current_traceparent()
         if "\x00" in command:
             raise InvalidInput("command contains a NUL byte", field="command")
-        if self._lock.locked():
+        if self._lock.locked() and not self._opening:
             raise Conflict("another command is running in this session's shell; retry after it")
         async with self._lock:
             if self.broken:
@@ -330,20 +340,23 @@ class ShellManager:
             self._spawn(self.warm(sandbox_id, ref))
 
     async def warm(self, sandbox_id: str, ref: str) -> None:
-        """Open a shell on a ready pool sandbox for the session that will claim it. A failure
-        costs nothing: that session opens its own. The shell is dropped once its stream ends
-        (the sandbox was shut down, or another process's session reset it)."""
+        """Open a shell on a ready pool sandbox for the session that will claim it; that session
+        may adopt it while it opens (its first command waits for it). A failure costs nothing:
+        the session opens its own. The shell is dropped once its stream ends (the sandbox was
+        shut down, or another process's session reset it)."""
         shell = PersistentShell(self._runtime, ref, None, self._metrics)
-        try:
-            await shell.open()
-        except Exception as exc:
-            log.info("could not open a shell on pool sandbox %s ahead of time: %s", sandbox_id, exc)
-            await shell.close()
-            return
         old = self._warm.pop(sandbox_id, None)
         if old is not None:
             self._spawn(old.close())
         self._warm[sandbox_id] = shell
+        try:
+            await shell.open()
+        except Exception as exc:
+            log.info("could not open a shell on pool sandbox %s ahead of time: %s", sandbox_id, exc)
+            if self._warm.get(sandbox_id) is shell:
+                del self._warm[sandbox_id]
+                await shell.close()  # not adopted: a session that adopted it retries on its own
+            return
         assert shell._pump is not None
         shell._pump.add_done_callback(lambda _: self._forget_warm(sandbox_id, shell))
 
