@@ -43,6 +43,9 @@ def two_servers(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             "SANDLOT_DATA_DIR": str(data),
             "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
             "SANDLOT_POOL_INTERVAL": "0.3",
+            # every process of the run shares one PostgreSQL's 100 connections
+            "SANDLOT_DATABASE_POOL_SIZE": "5",
+            "SANDLOT_DATABASE_MAX_OVERFLOW": "20",
         }
         # bounded by the test's own 240 s limit: a server accepts connections long before it answers
         servers.append(Server(settings, data / "server.log", args=["--json"], timeout=240, grace=15))
