@@ -31,7 +31,9 @@ def check_user_name(user: str, field: str = "user") -> None:
         )
 
 
-def require_allowed_user(user: str, environment_allows: Collection[str], service_allows: Collection[str]) -> None:
+def require_allowed_user(
+    user: str, environment_allows: Collection[str], service_allows: Collection[str]
+) -> None:
     """403 unless both the environment and the service allow ``user``."""
     check_user_name(user)
     if user not in service_allows:
