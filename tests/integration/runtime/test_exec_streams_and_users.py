@@ -26,7 +26,9 @@ def runtime(request: pytest.FixtureRequest) -> SandboxRuntime:
 
 async def _ref(runtime: SandboxRuntime) -> str:
     sandbox_id = f"sbx_{secrets.token_hex(8)}"
-    return await runtime.create(SandboxSpec(sandbox_id, "ten_test", BUSYBOX, labels={LABEL_SANDBOX: sandbox_id}))
+    return await runtime.create(
+        SandboxSpec(sandbox_id, "ten_test", BUSYBOX, labels={LABEL_SANDBOX: sandbox_id})
+    )
 
 
 @pytest.fixture
