@@ -18,7 +18,7 @@ from sandlot import __version__
 from sandlot.api.assets import AssetController
 from sandlot.api.audit import AuditController
 from sandlot.api.deps import provide_principal, provide_services
-from sandlot.api.drain import DrainRefused
+from sandlot.api.drain import DrainUnread
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
@@ -128,8 +128,8 @@ def _largest_body(settings: Settings) -> int:
 
 
 def _middleware(provider: TracerProvider | None, largest_body: int) -> list[Any]:
-    # a refused body is read to its end first, so the client sees the 413 (see api/drain.py)
-    middleware: list[Any] = [DefineMiddleware(DrainRefused, limit=largest_body), RefuseNul, Accountable]
+    # a body left unread is read to its end first, so the client sees the answer (api/drain.py)
+    middleware: list[Any] = [DefineMiddleware(DrainUnread, limit=largest_body), RefuseNul, Accountable]
     if provider is not None:
         # request spans, continuing a client's traceparent; probes and scrapes are not traced
         middleware.append(
