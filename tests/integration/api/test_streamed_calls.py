@@ -122,3 +122,10 @@ async def test_a_raw_file_read_keeps_the_files_checks(api: Api) -> None:
         assert resp.status_code == status and resp.json()["code"] == code, (path, resp.text)
         assert resp.json().get("reason") == reason, (path, resp.text)
     await api.end(s["id"])
+
+
+async def test_the_feature_catalogue_says_which_argument_streams(api: Api) -> None:
+    found = (await api.client.get("/v1/environments/-/features", headers=api.h)).json()
+    streamed = {f["name"]: f["streamed"] for f in found}
+    assert streamed["shell"] == {"exec": "stdin"} and streamed["files"] == {"write": "content"}
+    assert streamed["python"] == {}
