@@ -23,7 +23,7 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.scorer import includes
 from inspect_ai.solver import Generate, TaskState, solver
-from inspect_ai.util import SandboxEnvironment, sandbox
+from inspect_ai.util import SandboxEnvironment, SandboxEnvironmentSpec, sandbox
 from inspect_ai.util._sandbox.self_check import *  # noqa: F403  (inspect's checks, as pytest tests)
 
 from sandlot.services.accounts import AccountService
@@ -96,6 +96,12 @@ async def test_the_self_check_is_all_here() -> None:
 
     assert len(self_check.__all__) == 44
     assert all(name in globals() for name in self_check.__all__)
+
+
+def test_a_configuration_may_be_a_dict_and_never_carries_the_key() -> None:
+    spec = SandboxEnvironmentSpec("sandlot", {"url": "http://x", "environment": "e", "api_key": "sl_secret"})
+    assert isinstance(spec.config, SandlotSandboxConfig) and spec.config.environment == "e"
+    assert "sl_secret" not in spec.model_dump_json() and "sl_secret" not in repr(spec)
 
 
 async def test_a_timeout_leaves_no_process_behind(sandbox_env: SandboxEnvironment) -> None:

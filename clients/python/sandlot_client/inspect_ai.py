@@ -109,6 +109,8 @@ def _load(config: SandboxEnvironmentConfigType | None) -> SandlotSandboxConfig:
         return SandlotSandboxConfig()
     if isinstance(config, SandlotSandboxConfig):
         return config
+    if isinstance(config, dict):
+        return SandlotSandboxConfig(**config)
     if isinstance(config, str):
         text = Path(config).read_text()
         data = json.loads(text) if config.endswith(".json") else yaml.safe_load(text)
@@ -186,13 +188,11 @@ class SandlotSandboxEnvironment(SandboxEnvironment):
         client = settings.client()
         try:
             session = await client.start_session(environment, image=settings.image)
-            box = await client.call("GET", f"/v1/sandboxes/{session.sandbox_id}")
+            workspace = await _workspace(client, session)
         except BaseException:
             await client.close()
             raise
-        return {
-            "default": cls(client, session, str(box.get("workspace") or "/workspace"), settings.exec_timeout)
-        }
+        return {"default": cls(client, session, workspace, settings.exec_timeout)}
 
     @override
     @classmethod
@@ -268,6 +268,15 @@ class SandlotSandboxEnvironment(SandboxEnvironment):
         except (*_UNAVAILABLE, Conflict) as exc:
             raise SandboxUnavailableError(f"the Sandlot sandbox is not available: {exc}") from exc
         return data.decode("utf-8") if text else data  # UnicodeDecodeError for text that is not
+
+
+async def _workspace(client: AsyncSandlot, session: AsyncSession) -> str:
+    """Where the session's sandbox keeps its workspace (relative paths start there)."""
+    try:
+        box = await client.call("GET", f"/v1/sandboxes/{session.sandbox_id}")
+    except NotPermitted:  # a key that may not read sandboxes: the service's only workspace
+        return "/workspace"
+    return str(box.get("workspace") or "/workspace")
 
 
 def _result(cmd: list[str], result: dict[str, Any], timeout: int | None) -> ExecResult[str]:
