@@ -4,6 +4,7 @@ a sandbox used so never serves another session; one tenant's lists are its own."
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 
@@ -162,3 +163,28 @@ async def test_the_default_service_allows_no_other_user(api: Api) -> None:
     s = await api.session(env["name"])
     _problem(await api.call(s["id"], "shell", "exec", argv=["id"], user="root"), 403, "not_permitted")
     await api.end(s["id"])
+
+
+async def test_root_commands_racing_the_sessions_end_never_leave_a_reusable_sandbox(
+    allowing: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    api = await _tenant(allowing, new_tenant)
+    env = await api.env(pool_size=[1, 1], exec_users=["root"])
+    s = await api.session(env["name"])
+
+    async def as_root() -> int:
+        resp = await api.call(s["id"], "shell", "exec", argv=["touch", "/etc/raced"], user="root")
+        return resp.status_code if resp.status_code != 200 else resp.json()["exit_code"] or 200
+
+    async def end() -> int:
+        return (await allowing.delete(f"/v1/sessions/{s['id']}", headers=api.h)).status_code
+
+    outcomes = await asyncio.gather(*(as_root() for _ in range(8)), end(), *(as_root() for _ in range(8)))
+    ran = [o for o in outcomes[:8] + outcomes[9:] if o == 200]
+    assert outcomes[8] == 204 and set(outcomes) <= {200, 204, 409, 502}, outcomes
+    box = (await allowing.get(f"/v1/sandboxes/{s['sandbox_id']}", headers=api.h)).json()
+    if ran:  # a root command ran: the sandbox must never serve another session
+        assert box["reusable"] is False and box["status"] in ("shutting_down", "offline"), box
+    again = await api.session(env["name"])
+    assert (await _exec(api, again["id"], "ls /etc/raced"))["exit_code"] != 0
+    await api.end(again["id"])
