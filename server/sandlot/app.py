@@ -18,14 +18,15 @@ from sandlot import __version__
 from sandlot.api.assets import AssetController
 from sandlot.api.audit import AuditController
 from sandlot.api.deps import provide_principal, provide_services
+from sandlot.api.drain import DrainUnread
 from sandlot.api.environments import EnvironmentController
 from sandlot.api.errors import exception_handlers
 from sandlot.api.health import HealthController
 from sandlot.api.middleware import Accountable, RefuseNul, RequestTracing
 from sandlot.api.processes import ProcessController
 from sandlot.api.pty import PtyController
-from sandlot.api.sandboxes import SandboxController, SandboxFilesController
-from sandlot.api.sessions import SessionController, SessionWorkspaceController
+from sandlot.api.sandboxes import SandboxController, SandboxFilesController, SandboxStreamController
+from sandlot.api.sessions import SessionController, SessionStreamController, SessionWorkspaceController
 from sandlot.api.snapshots import SnapshotController
 from sandlot.api.tenants import KeyController, TenantController
 from sandlot.console import console_parts
@@ -58,7 +59,7 @@ def create_app(
         route_handlers=[*_routers(settings), console.router],
         template_config=console.templates,
         csrf_config=console.csrf,
-        middleware=_middleware(provider),
+        middleware=_middleware(provider, _largest_body(settings)),
         lifespan=[lifespan],
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),
@@ -72,9 +73,7 @@ def create_app(
             path="/openapi",
             render_plugins=[SwaggerRenderPlugin()],
         ),
-        request_max_body_size=max(
-            settings.max_file_bytes, settings.max_request_bytes, settings.max_snapshot_bytes
-        ),
+        request_max_body_size=_largest_body(settings),
         debug=False,
     )
 
@@ -85,10 +84,16 @@ _NO_CSRF = {"exclude_from_csrf": True}
 
 
 def _routers(settings: Settings) -> list[Router]:
-    """Three routers, one per body limit: file uploads, workspace archives, everything else."""
+    """Three routers, one per body limit: file uploads and streamed calls, workspace archives,
+    everything else."""
     files = Router(
         path="/",
-        route_handlers=[SandboxFilesController, AssetController],
+        route_handlers=[
+            SandboxFilesController,
+            SandboxStreamController,
+            SessionStreamController,
+            AssetController,
+        ],
         request_max_body_size=settings.max_file_bytes,
         opt=_NO_CSRF,
     )
@@ -118,8 +123,13 @@ def _routers(settings: Settings) -> list[Router]:
     return [api, files, workspaces]
 
 
-def _middleware(provider: TracerProvider | None) -> list[Any]:
-    middleware: list[Any] = [RefuseNul, Accountable]
+def _largest_body(settings: Settings) -> int:
+    return max(settings.max_file_bytes, settings.max_request_bytes, settings.max_snapshot_bytes)
+
+
+def _middleware(provider: TracerProvider | None, largest_body: int) -> list[Any]:
+    # a body left unread is read to its end first, so the client sees the answer (api/drain.py)
+    middleware: list[Any] = [DefineMiddleware(DrainUnread, limit=largest_body), RefuseNul, Accountable]
     if provider is not None:
         # request spans, continuing a client's traceparent; probes and scrapes are not traced
         middleware.append(

@@ -12,8 +12,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sandlot.domain.users import check_user_name
 
 __all__ = ["Mode", "RuntimeKind", "Settings"]
 
@@ -137,6 +139,21 @@ class Settings(BaseSettings):
         "and the result says `truncated`.",
     )
     exec_max_timeout: float = Field(default=3600, gt=0, description="Longest command timeout.")
+    exec_users_allowed: list[str] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Users an environment may let commands run as (its `exec_users`), e.g. "
+        '`["root"]` (JSON in the environment variable). Empty: every command runs as its image\'s '
+        "user. Such a user keeps no capability (all are dropped) and its sandbox is never reused "
+        "by another session.",
+    )
+    max_arguments_bytes: int = Field(
+        default=4 << 20,
+        ge=1024,
+        description="Largest arguments part (JSON: a command's argv, env...) of a streamed call, "
+        "whose stdin or file content follows it in the same body (the kernel takes about 2 MiB "
+        "of arguments per command).",
+    )
     max_snapshot_bytes: int = Field(
         default=1 << 30, ge=1 << 20, description="Largest workspace archive a snapshot may take."
     )
@@ -231,6 +248,13 @@ class Settings(BaseSettings):
         default=True,
         description="On first start with an empty store, create an operator key and print it.",
     )
+
+    @field_validator("exec_users_allowed")
+    @classmethod
+    def _user_names(cls, users: list[str]) -> list[str]:
+        for user in users:
+            check_user_name(user, "exec_users_allowed")  # an InvalidInput is a ValueError
+        return users
 
     @model_validator(mode="after")
     def _derived(self) -> Settings:

@@ -134,7 +134,7 @@ async def _services(
     transfers = Transfers(rt, settings)
     await transfers.clean_spool()
     sandboxes = SandboxService(sessions, rt, settings, transfers, metrics)
-    environments = EnvironmentService(sessions, registry, reads)
+    environments = EnvironmentService(sessions, registry, reads, allowed_users=settings.exec_users_allowed)
     pools = PoolService(engine, sessions, sandboxes, environments, shells)
     blobs = FileBlobStore(settings.data_dir / "blobs")
     await blobs.clean_partial()

@@ -12,8 +12,10 @@ back. Features and processes live in :mod:`sandlot_client._features` and
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -29,6 +31,10 @@ from sandlot_client._api.api.sessions import (
 )
 from sandlot_client._api.api.sessions import v1_sessions_session_id_end as end_route
 from sandlot_client._api.api.sessions import v1_sessions_session_id_features_activity_call as activity_route
+from sandlot_client._api.api.sessions import (
+    v1_sessions_session_id_features_activity_stream_call_streamed as streamed_route,
+)
+from sandlot_client._api.api.sessions import v1_sessions_session_id_files_read_file as read_file_route
 from sandlot_client._api.api.sessions import v1_sessions_session_id_get_session as get_session_route
 from sandlot_client._api.api.sessions import v1_sessions_session_id_resume_resume as resume_route
 from sandlot_client._api.api.sessions import v1_sessions_session_id_suspend_suspend as suspend_route
@@ -42,8 +48,17 @@ from sandlot_client._features import Files, Python, Shell, output_bytes
 from sandlot_client._processes import AsyncProcess, Processes
 from sandlot_client._streams import AsyncPty, OutputStream, connect
 from sandlot_client._transport import Answer, send
+from sandlot_client.errors import TransportError
 
-__all__ = ["AsyncProcess", "AsyncPty", "AsyncSandlot", "AsyncSession", "OutputStream", "output_bytes"]
+__all__ = [
+    "AsyncProcess",
+    "AsyncPty",
+    "AsyncSandlot",
+    "AsyncSession",
+    "FileDownload",
+    "OutputStream",
+    "output_bytes",
+]
 
 A = TypeVar("A", bound=Answer)
 
@@ -173,6 +188,21 @@ def _json(answer: httpx.Response | Response[Any]) -> Any:
     return json.loads(answer.content) if answer.content else None
 
 
+@dataclass(frozen=True)
+class FileDownload:
+    """A file being read out of a session: its ``size`` (-1 when not said), then its bytes."""
+
+    size: int
+    _response: httpx.Response
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except httpx.TransportError as exc:
+            raise TransportError(f"connection lost while reading a file: {exc}") from exc
+
+
 class _SessionContext:
     def __init__(self, client: AsyncSandlot, environment: str, kw: dict[str, Any]) -> None:
         self._client, self._environment, self._kw = client, environment, kw
@@ -227,6 +257,36 @@ class AsyncSession:
         body = _bodies.activity_args(args)
         endpoint = partial(activity_route._get_kwargs, self.id, feature, name, body=body)
         return dict(await self._json(endpoint))
+
+    async def activity_streamed(self, feature: str, name: str, data: bytes, **args: Any) -> dict[str, Any]:
+        """Call an activity with its streamed argument (``shell.exec``'s stdin, ``files.write``'s
+        content) as raw bytes after the JSON arguments, in one body: any size up to the
+        service's file limit, where a JSON body holds about a megabyte."""
+        head = json.dumps(args).encode()
+        route = streamed_route._get_kwargs(self.id, feature, name, args_bytes=len(head))
+        route["content"] = head + data  # bytes, not a stream: a retried request sends it again
+        route["headers"] = {"content-type": "application/octet-stream"}
+        return dict(_json(await self._client._send(lambda: self._client._http.request(**route))))
+
+    @contextlib.asynccontextmanager
+    async def open_file(self, path: str) -> AsyncIterator[FileDownload]:
+        """``async with session.open_file(path) as f``: the workspace file at ``path`` as it
+        streams (``f.size`` first, then ``f.chunks()``), any size up to the file limit."""
+        http = self._client._http
+        request = http.build_request(**read_file_route._get_kwargs(self.id, path=path))
+
+        async def attempt() -> httpx.Response:
+            response = await http.send(request, stream=True)
+            if response.status_code >= 400:  # read, so its problem body can be raised
+                await response.aread()
+                await response.aclose()
+            return response
+
+        response = await self._client._send(attempt)
+        try:
+            yield FileDownload(int(response.headers.get("content-length", -1)), response)
+        finally:
+            await response.aclose()
 
     async def refresh(self) -> AsyncSession:
         self.data = await self._json(partial(get_session_route._get_kwargs, self.id))

@@ -36,6 +36,13 @@ class SandlotError(Exception):
         self.status = status
         self.body = body or {}
 
+    @property
+    def reason(self) -> str | None:
+        """What a refused file operation met (``not_found``, ``is_a_directory``,
+        ``permission_denied``...), where the service says."""
+        found = self.body.get("reason")
+        return found if isinstance(found, str) else None
+
 
 class InvalidInput(SandlotError):
     """422: a field is wrong (``body["field"]`` names it where the service knows)."""
@@ -58,7 +65,8 @@ class Conflict(SandlotError):
 
 
 class PayloadTooLarge(SandlotError):
-    """413."""
+    """413: a body (a file, a stdin, the arguments) over the service's limit; nothing was
+    done, and the session and its sandbox are as they were."""
 
 
 class QuotaExceeded(SandlotError):

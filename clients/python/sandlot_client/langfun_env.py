@@ -48,7 +48,8 @@ from sandlot_client.sync import Sandlot, Session
 
 __all__ = ["SandlotSandbox", "SandlotSandboxService"]
 
-# what means "this sandbox is gone or unreachable" rather than "this call was wrong"
+# what means "this sandbox is gone or unreachable" rather than "this call was wrong"; a body
+# over the service's limit is PayloadTooLarge (413), raised as it is: the sandbox is fine
 LOST = (SandboxStateError, TransportError, RuntimeUnavailable)
 
 

@@ -18,11 +18,12 @@ from sandlot.api.schemas import (
     SandboxEventOut,
     SandboxOut,
 )
-from sandlot.runtime.base import ExecRequest
+from sandlot.api.streams import ArgsBytes, split_body, validated
+from sandlot.domain.errors import InvalidInput
 from sandlot.services.sandboxes import NewSandbox
 from sandlot.store.repositories import SandboxQuery
 
-__all__ = ["SandboxController", "SandboxFilesController"]
+__all__ = ["SandboxController", "SandboxFilesController", "SandboxStreamController"]
 
 PathQuery = Annotated[str, QueryParameter(min_length=1, max_length=4096)]
 
@@ -86,15 +87,37 @@ class SandboxController(Controller):
         services: ServicesDep,
         principal: PrincipalDep,
     ) -> ExecOut:
-        request = ExecRequest(
-            command=data.command,
-            stdin=data.stdin_bytes(),
-            env=data.env,
-            cwd=data.cwd,
-            timeout=data.timeout,
-            output_limit=services.settings.exec_output_limit,
-        )
+        request = data.request(data.stdin_bytes(), services.settings.exec_output_limit)
         return ExecOut.from_result(await services.sandboxes.exec(principal, sandbox_id, request))
+
+
+class SandboxStreamController(Controller):
+    """A command whose stdin streams in the body; mounted with the file-size limit."""
+
+    path = "/v1/sandboxes/{sandbox_id:str}/exec/stream"
+    tags = ["sandboxes"]
+
+    @post(
+        "/",
+        status_code=200,
+        summary="Run a command with its stdin streamed: the body is ExecIn as JSON "
+        "(?args_bytes= long, without stdin), then the raw stdin",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
+    async def exec_streamed(
+        self,
+        sandbox_id: FromPath[str],
+        args_bytes: ArgsBytes,
+        request: Request,
+        services: ServicesDep,
+        principal: PrincipalDep,
+    ) -> ExecOut:
+        args, upload = await split_body(request, args_bytes, services.settings.max_arguments_bytes)
+        data = validated(ExecIn, args)
+        if data.stdin is not None:
+            raise InvalidInput("stdin: streamed in the body, so not among the arguments too", field="stdin")
+        command = data.request(upload.chunks, services.settings.exec_output_limit)
+        return ExecOut.from_result(await services.sandboxes.exec(principal, sandbox_id, command))
 
 
 class SandboxFilesController(Controller):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable
 from datetime import datetime
 from typing import Annotated, Any, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from sandlot.runtime.base import ExecResult
+from sandlot.domain.users import USER_PATTERN
+from sandlot.runtime.base import ExecRequest, ExecResult
 from sandlot.runtime.output import decode_input, decode_output
 from sandlot.store.tables import Session
 
@@ -65,6 +67,15 @@ EnvMap = Annotated[dict[Annotated[str, Field(max_length=128)], _Value], _at_most
 CommandEnv = Annotated[dict[str, _Value], _at_most(256)]
 #: Features by name, with their configuration.
 FeatureMap = Annotated[dict[str, dict[str, Any] | None], _at_most(64)]
+#: A user a command runs as (a name or a numeric uid, no group).
+User = Annotated[str, Field(min_length=1, max_length=32, pattern=USER_PATTERN)]
+#: Users an environment lets commands run as.
+UserList = Annotated[list[User], Field(max_length=16)]
+_USER_DOC = (
+    "Run as this user instead of the image's; the sandbox's environment (`exec_users`) and the "
+    "service (`exec_users_allowed`) must both allow it (403 otherwise). No capability comes "
+    "with it, and the sandbox is never reused by another session afterwards."
+)
 
 
 class Out(BaseModel):
@@ -107,6 +118,11 @@ class SandboxOut(Out):
     expires_at: datetime | None
     environment_id: str | None
     session_id: str | None
+    reusable: bool = Field(
+        default=True,
+        description="False once a command ran in it as another user than the image's: no "
+        "other session will get it.",
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -130,9 +146,14 @@ class ExecIn(In):
     env: CommandEnv = Field(default_factory=dict)
     cwd: Annotated[str | None, Field(max_length=4096)] = None
     timeout: Annotated[float, Field(gt=0, le=MAX_SECONDS)] = 60.0
+    user: Annotated[User | None, Field(description=_USER_DOC)] = None
 
     def stdin_bytes(self) -> bytes | None:
         return None if self.stdin is None else decode_input(self.stdin, self.stdin_encoding, "stdin")
+
+    def request(self, stdin: bytes | AsyncIterable[bytes] | None, output_limit: int) -> ExecRequest:
+        """The command for the runtime, with ``stdin`` (decoded, or streamed)."""
+        return ExecRequest(self.command, stdin, self.env, self.cwd, self.timeout, output_limit, self.user)
 
 
 class ExecOut(BaseModel):
@@ -193,6 +214,11 @@ class EnvironmentFields(In):
     disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool = False
     env: CommandEnv = Field(default_factory=dict)
+    exec_users: UserList = Field(
+        default_factory=list,
+        description="Users commands may run as besides the image's (`user` of an exec), among "
+        "those the service allows (`exec_users_allowed`). Empty: the image's user only.",
+    )
     session_ttl_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = 3600
     idle_timeout_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = 600
     outage_grace_period_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS)] = 60.0
@@ -218,6 +244,7 @@ class EnvironmentUpdate(In):
     disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool | None = None
     env: CommandEnv | None = None
+    exec_users: UserList | None = None
     session_ttl_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = None
     idle_timeout_seconds: Annotated[int | None, Field(ge=1, le=MAX_SECONDS)] = None
     outage_grace_period_seconds: Annotated[float | None, Field(ge=0, le=MAX_SECONDS)] = None

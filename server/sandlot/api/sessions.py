@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get, post, put
-from litestar.params import FromPath, JSONBody
+from litestar.params import FromPath, JSONBody, QueryParameter
 from litestar.response import Stream
 
 from sandlot.api.deps import Body, Limit, Offset, PrincipalDep, ServicesDep, StatusFilter
@@ -18,9 +18,10 @@ from sandlot.api.schemas import (
     SnapshotOut,
     WorkspaceImported,
 )
+from sandlot.api.streams import ArgsBytes, split_body
 from sandlot.services.sessions import ManifestFile
 
-__all__ = ["SessionController", "SessionWorkspaceController"]
+__all__ = ["SessionController", "SessionStreamController", "SessionWorkspaceController"]
 
 
 class SessionController(Controller):
@@ -180,3 +181,49 @@ class SessionWorkspaceController(Controller):
         body = Body(request)
         await services.sessions.import_workspace(principal, session_id, aiter(body))
         return WorkspaceImported(size=body.received)
+
+
+class SessionStreamController(Controller):
+    """Bytes in and out of a session as streams (a streamed activity call's argument, a file
+    read out whole); mounted with the file-size limit."""
+
+    path = "/v1/sessions/{session_id:str}"
+    tags = ["sessions"]
+
+    @post(
+        "/features/{feature:str}/{activity:str}/stream",
+        status_code=200,
+        summary="Call an activity with one argument streamed: the body is the other arguments as "
+        "JSON (?args_bytes= long), then the raw bytes (shell.exec: stdin; files.write: content)",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
+    async def call_streamed(
+        self,
+        session_id: FromPath[str],
+        feature: FromPath[str],
+        activity: FromPath[str],
+        args_bytes: ArgsBytes,
+        request: Request,
+        services: ServicesDep,
+        principal: PrincipalDep,
+    ) -> Any:
+        args, upload = await split_body(request, args_bytes, services.settings.max_arguments_bytes)
+        return await services.sessions.call(principal, session_id, feature, activity, args, upload)
+
+    @get(
+        "/files",
+        summary="Read the file at ?path= in the session's workspace (raw, streamed)",
+        media_type="application/octet-stream",
+        responses=problems(404, 409, 413, 502, 503, 507),
+    )
+    async def read_file(
+        self,
+        session_id: FromPath[str],
+        path: Annotated[str, QueryParameter(min_length=1, max_length=4096)],
+        services: ServicesDep,
+        principal: PrincipalDep,
+    ) -> Stream:
+        found = await services.sessions.read_file(principal, session_id, path)
+        return Stream(
+            found.chunks, media_type="application/octet-stream", headers={"Content-Length": str(found.size)}
+        )

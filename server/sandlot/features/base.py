@@ -10,12 +10,13 @@ recorded, and (with issue #5) traced.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from sandlot.domain.errors import NotPermitted
 from sandlot.domain.patterns import compile_pattern
 
 if TYPE_CHECKING:
@@ -24,7 +25,15 @@ if TYPE_CHECKING:
     from sandlot.runtime.shell import PersistentShell, ShellManager
     from sandlot.settings import Settings
 
-__all__ = ["ActivityArgs", "ActivitySpec", "Feature", "SandboxContext", "SessionContext", "activity"]
+__all__ = [
+    "ActivityArgs",
+    "ActivitySpec",
+    "Feature",
+    "SandboxContext",
+    "SessionContext",
+    "Upload",
+    "activity",
+]
 
 A = TypeVar("A", bound="ActivityArgs")
 
@@ -48,17 +57,37 @@ class SandboxContext:
 
 
 @dataclass(frozen=True, slots=True)
+class Upload:
+    """The streamed part of an activity call: ``size`` bytes (announced by the request), as
+    they arrive; it stands for the argument the activity names (see :func:`activity`)."""
+
+    chunks: AsyncIterator[bytes]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
 class SessionContext(SandboxContext):
-    """A sandbox during one session; ``shells`` gives the session's persistent shell."""
+    """A sandbox during one session; ``shells`` gives the session's persistent shell.
+    ``upload`` is the call's streamed argument, if any; ``user_check`` lets a command run as
+    another user or refuses (see :meth:`allow_user`)."""
 
     session_id: str = ""
     tenant_id: str = ""
     shells: ShellManager | None = None
     metrics: Metrics | None = None
+    upload: Upload | None = None
+    user_check: Callable[[str], Awaitable[None]] | None = None
 
     def shell(self) -> PersistentShell:
         assert self.shells is not None
         return self.shells.get(self.session_id, self.ref, self.sandbox_id)
+
+    async def allow_user(self, user: str) -> None:
+        """Let a command of this session run as ``user``, or raise (422, 403 or 409): the
+        environment and the service must allow that user, and the sandbox is never reused."""
+        if self.user_check is None:
+            raise NotPermitted(f"no command of this session may run as {user!r}", field="user")
+        await self.user_check(user)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,18 +96,22 @@ class ActivitySpec:
     args: type[ActivityArgs]
     method: Callable[[Any, SessionContext, Any], Awaitable[Any]]
     summary: str
+    upload: str | None = None
 
 
 def activity(
-    args: type[A],
+    args: type[A], *, upload: str | None = None
 ) -> Callable[
     [Callable[[Any, SessionContext, A], Awaitable[Any]]],
     Callable[[Any, SessionContext, A], Awaitable[Any]],
 ]:
-    """Mark a feature method as an activity taking ``args`` (a pydantic model)."""
+    """Mark a feature method as an activity taking ``args`` (a pydantic model). ``upload``
+    names the argument that a streamed call sends as raw bytes after its JSON arguments
+    (``ctx.upload``) instead of inside them."""
 
     def mark(fn: Callable[[Any, SessionContext, A], Awaitable[Any]]) -> Any:
         fn.__sandlot_activity__ = args  # type: ignore[attr-defined]
+        fn.__sandlot_upload__ = upload  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -116,7 +149,8 @@ class Feature:
             args = getattr(fn, "__sandlot_activity__", None)
             if args is not None and fn is not None:
                 doc = (fn.__doc__ or "").strip().splitlines()
-                found[attr] = ActivitySpec(attr, args, fn, doc[0] if doc else "")
+                upload = getattr(fn, "__sandlot_upload__", None)
+                found[attr] = ActivitySpec(attr, args, fn, doc[0] if doc else "", upload)
         return found
 
     async def setup(self, ctx: SandboxContext) -> None:

@@ -35,7 +35,7 @@ class ReadArgs(ActivityArgs):
 
 class WriteArgs(ActivityArgs):
     path: PathArg
-    content: Annotated[str, Field(max_length=64 << 20)]
+    content: Annotated[str | None, Field(max_length=64 << 20)] = None  # or a streamed call's body
     encoding: Literal["utf-8", "base64"] = "utf-8"
 
 
@@ -112,14 +112,21 @@ class FilesFeature(Feature):
                 pass
         return {"content": base64.b64encode(data).decode(), "encoding": "base64", "size": len(data)}
 
-    @activity(WriteArgs)
+    @activity(WriteArgs, upload="content")
     async def write(self, ctx: SessionContext, args: WriteArgs) -> dict[str, Any]:
         """Write a file, creating parent directories (as the sandbox user: a read-only file
-        stays as it is, with a 422)."""
-        data = decode_input(args.content, args.encoding, "content")
+        stays as it is, with a 422); its content streamed in a streamed call (any size up to
+        the file limit), or in ``content``."""
         path = self._path(ctx, args.path)
-        await ctx.runtime.write_file(ctx.ref, path, ctx.workspace, one_chunk(data), len(data))
-        return {"path": path, "size": len(data)}
+        if ctx.upload is not None:
+            chunks, size = ctx.upload.chunks, ctx.upload.size
+        elif args.content is not None:
+            data = decode_input(args.content, args.encoding, "content")
+            chunks, size = one_chunk(data), len(data)
+        else:
+            raise InvalidInput("content: field required (or stream it)", field="content")
+        await ctx.runtime.write_file(ctx.ref, path, ctx.workspace, chunks, size)
+        return {"path": path, "size": size}
 
     @activity(ListArgs)
     async def list(self, ctx: SessionContext, args: ListArgs) -> dict[str, Any]:

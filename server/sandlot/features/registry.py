@@ -58,6 +58,8 @@ class FeatureRegistry:
                 "sandbox_based": c.sandbox_based,
                 "description": c.description,
                 "activities": {a.name: a.summary for a in c.activities().values()},
+                # the argument each activity takes streamed (.../{activity}/stream), if any
+                "streamed": {a.name: a.upload for a in c.activities().values() if a.upload},
             }
             for name, c in sorted(self._classes.items())
         ]

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from sandlot.domain.env import validate_env
-from sandlot.domain.errors import SandboxStateError, SandlotError
+from sandlot.domain.errors import InvalidInput, SandboxStateError, SandlotError
 from sandlot.domain.paths import resolve_cwd
+from sandlot.domain.users import USER_PATTERN
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
 from sandlot.observability.tracing import traced_env
 from sandlot.runtime.base import ExecRequest, LimitsHit, worth_a_look
@@ -23,9 +25,15 @@ class RunArgs(ActivityArgs):
     command: Annotated[str, Field(min_length=1, max_length=131072)]
     timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
     silence_timeout: Annotated[float | None, Field(gt=0, le=3600)] = None
+    user: Annotated[str | None, Field(max_length=32)] = None  # refused: see ShellFeature.run
 
 
 Arg = Annotated[str, Field(max_length=131072)]
+User = Annotated[str, Field(min_length=1, max_length=32, pattern=USER_PATTERN)]
+_ONE_SHELL = (
+    "shell.run goes through the session's one persistent shell, which runs as the sandbox's "
+    "own user; run a command as another user with shell.exec and its `user`"
+)
 
 
 class ExecArgs(ActivityArgs):
@@ -35,6 +43,7 @@ class ExecArgs(ActivityArgs):
     stdin: Annotated[str | None, Field(max_length=1 << 20)] = None
     stdin_encoding: Literal["utf-8", "base64"] = "utf-8"
     timeout: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    user: User | None = None
 
 
 def _result(res: Any, hit: LimitsHit) -> dict[str, Any]:
@@ -69,6 +78,8 @@ class ShellFeature(Feature):
     @activity(RunArgs)
     async def run(self, ctx: SessionContext, args: RunArgs) -> dict[str, Any]:
         """Run a command in the session's shell and return its exact output."""
+        if args.user is not None:
+            raise InvalidInput(_ONE_SHELL, field="user")
         res = await ctx.shell().run(
             args.command,
             timeout=args.timeout,
@@ -80,19 +91,29 @@ class ShellFeature(Feature):
         hit = await ctx.runtime.limits_hit(ctx.ref) if looked else LimitsHit()
         return {**_result(res, hit), "silence_timed_out": res.silence_timed_out}
 
-    @activity(ExecArgs)
+    @activity(ExecArgs, upload="stdin")
     async def exec(self, ctx: SessionContext, args: ExecArgs) -> dict[str, Any]:
         """Run an argv to completion in a fresh process (no shell state; several may run at
-        once), in ``cwd`` (default: the workspace), with exact stdout and stderr."""
+        once), in ``cwd`` (default: the workspace), with exact stdout and stderr; as another
+        ``user`` when the environment allows it; stdin streamed in a streamed call."""
         validate_env(args.env)
+        stdin: bytes | AsyncIterator[bytes] | None = None
+        if ctx.upload is not None:
+            stdin = ctx.upload.chunks
+        elif args.stdin is not None:
+            stdin = decode_input(args.stdin, args.stdin_encoding, "stdin")
         request = ExecRequest(
             list(args.argv),
-            stdin=None if args.stdin is None else decode_input(args.stdin, args.stdin_encoding, "stdin"),
+            stdin=stdin,
             env=traced_env(args.env),
             cwd=resolve_cwd(ctx.workspace, args.cwd) or ctx.workspace,
             timeout=args.timeout,
             output_limit=ctx.settings.exec_output_limit,
+            user=args.user,
         )
+        request.validate()  # a NUL or a bad cwd is refused before the sandbox is marked
+        if args.user is not None:
+            await ctx.allow_user(args.user)
         res = await ctx.runtime.exec(ctx.ref, request)
         if ctx.metrics is not None:
             ctx.metrics.command.labels("exec").observe(res.duration_ms / 1000)

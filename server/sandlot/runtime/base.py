@@ -66,15 +66,19 @@ class SandboxSpec:
 class ExecRequest:
     """One command to run to completion.
 
-    ``command`` is an argv list, or a string run by ``/bin/sh -c``.
+    ``command`` is an argv list, or a string run by ``/bin/sh -c``. ``stdin`` is bytes, or a
+    stream of them sent as the command reads (a request body, of any size up to its limit).
+    ``user``: run as this user of the sandbox instead of the image's (the caller checked it
+    is allowed; a runtime without ``other_users`` refuses it).
     """
 
     command: Sequence[str] | str
-    stdin: bytes | None = None
+    stdin: bytes | AsyncIterable[bytes] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     timeout: float = 60.0
     output_limit: int = 1 << 20
+    user: str | None = None
 
     def argv(self) -> list[str]:
         """The argv the runtime executes."""
@@ -86,12 +90,15 @@ class ExecRequest:
         """422 for what no process can be given: NUL bytes, a relative working directory."""
         from sandlot.domain.env import validate_env
         from sandlot.domain.errors import InvalidInput
+        from sandlot.domain.users import check_user_name
 
         if any("\x00" in arg for arg in self.argv()):
             raise InvalidInput("the command contains a NUL byte", field="command")
         if self.cwd is not None and (not self.cwd.startswith("/") or "\x00" in self.cwd):
             raise InvalidInput("cwd must be an absolute path without NUL bytes", field="cwd")
         validate_env(self.env)
+        if self.user is not None:
+            check_user_name(self.user)
 
 
 @dataclass(slots=True)
@@ -218,6 +225,8 @@ class SandboxRuntime(Protocol):
     isolated: bool
     #: whether ``Limits.disk_mb`` is enforced (decided by the engine's storage, see ``ping``).
     disk_limits: bool
+    #: whether a command can run as another user of the sandbox (``ExecRequest.user``).
+    other_users: bool
 
     async def ping(self) -> None:
         """Raise unless the runtime answers."""

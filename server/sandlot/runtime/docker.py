@@ -63,6 +63,7 @@ class DockerRuntime:
 
     name = "docker"
     isolated = True
+    other_users = True  # docker exec's User: no capability comes with it (CapDrop ALL)
 
     def __init__(self, url: str | None = None, instance: str = "default") -> None:
         self._url = url
@@ -263,11 +264,12 @@ class DockerRuntime:
         env: Mapping[str, str] | None = None,
         tty: bool = False,
         helper: bool = False,
+        user: str | None = None,
     ) -> tuple[Any, Stream]:
-        """Start ``argv`` in the container as its sandbox user, with its streams attached. A
-        ``helper`` (a program of ours) runs with :data:`HELPER_ENV` over the sandbox's
-        environment."""
-        user = (await self.facts(ref)).user
+        """Start ``argv`` in the container as its sandbox user (or ``user``), with its streams
+        attached. A ``helper`` (a program of ours) runs with :data:`HELPER_ENV` over the
+        sandbox's environment."""
+        user = user or (await self.facts(ref)).user
         environment = {**(env or {}), **HELPER_ENV} if helper else dict(env or {})
         with engine("exec"):
             exe = await self.docker.containers.container(ref).exec(
@@ -290,10 +292,11 @@ class DockerRuntime:
         stdin: bytes | AsyncIterable[bytes] | None = None,
         limit_s: float | None = 10.0,
         output_limit: int = 1 << 20,
+        user: str | None = None,
     ) -> ExecResult:
         """Run a program of ours (no pid wrapper, no tree kill) to completion."""
         return await docker_exec.run_quick(
-            self, ref, argv, stdin=stdin, limit_s=limit_s, output_limit=output_limit
+            self, ref, argv, stdin=stdin, limit_s=limit_s, output_limit=output_limit, user=user
         )
 
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
@@ -323,10 +326,11 @@ class DockerRuntime:
         except (SandboxStateError, RuntimeUnavailable, TimeoutError) as exc:
             log.warning("could not kill process tree %s in %s: %s", pid, ref[:12], exc)
 
-    async def kill_session(self, ref: str, sid: int) -> None:
-        """Kill process session ``sid`` (a command's, a terminal's) in the container."""
+    async def kill_session(self, ref: str, sid: int, user: str | None = None) -> None:
+        """Kill process session ``sid`` (a command's, a terminal's) in the container, as the
+        user it runs as (no capability lets one user signal another's processes)."""
         try:
-            await self.run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)])
+            await self.run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)], user=user)
         except (SandboxStateError, RuntimeUnavailable, TimeoutError) as exc:
             log.warning("could not kill process session %s in %s: %s", sid, ref[:12], exc)
 

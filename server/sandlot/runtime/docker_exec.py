@@ -15,7 +15,7 @@ from collections.abc import AsyncIterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit, worth_a_look
-from sandlot.runtime.docker_streams import PtyExecStream, engine, send_stdin
+from sandlot.runtime.docker_streams import PtyExecStream, engine, feed_while_reading, send_stdin
 from sandlot.runtime.output import CappedBuffer
 from sandlot.runtime.scripts import REPORT_PID_AND_EXEC
 
@@ -33,11 +33,13 @@ async def run_quick(
     stdin: bytes | AsyncIterable[bytes] | None,
     limit_s: float | None,
     output_limit: int,
+    user: str | None = None,
 ) -> ExecResult:
-    """Run a program of ours (no pid wrapper, no tree kill) to completion."""
+    """Run a program of ours (no pid wrapper, no tree kill) to completion, as the sandbox user
+    (or ``user``: the one a command to be killed runs as)."""
     start = time.perf_counter()
     out, err = CappedBuffer(output_limit), CappedBuffer(output_limit)
-    exe, stream = await rt.attach(ref, argv, stdin=stdin is not None, helper=True)
+    exe, stream = await rt.attach(ref, argv, stdin=stdin is not None, helper=True, user=user)
 
     async def collect() -> None:
         with engine("exec"):
@@ -64,37 +66,40 @@ async def run_quick(
 
 
 async def run_command(rt: DockerRuntime, ref: str, request: ExecRequest) -> ExecResult:
-    """Run a tenant's command; on timeout, kill its whole session (the pid its wrapper
+    """Run a tenant's command (as the sandbox user, or ``request.user``); its stdin is sent
+    while its output is read. On timeout, kill its whole session (the pid its wrapper
     reported). After a failure (a non-zero exit or a timeout), say whether the memory or the
     process limit stopped something: the client can tell "out of memory" or "fork refused"
     from its own bug."""
     request.validate()
     start = time.perf_counter()
     argv = ["/bin/sh", "-c", REPORT_PID_AND_EXEC, "sh", request.cwd or "", *request.argv()]
-    exe, stream = await rt.attach(ref, argv, stdin=request.stdin is not None, env=request.env)
+    stdin = request.stdin
+    exe, stream = await rt.attach(ref, argv, stdin=stdin is not None, env=request.env, user=request.user)
     out = CappedBuffer(request.output_limit)
     err = CappedBuffer(request.output_limit)
     pid_line = bytearray()
     pid: int | None = None
     timed_out = False
 
-    async def pump() -> None:
+    async def collect() -> None:
         nonlocal pid
+        with engine("exec"):
+            while (msg := await stream.read_out()) is not None:
+                if msg.stream == 1:
+                    out.write(msg.data)
+                elif pid is None:
+                    pid_line.extend(msg.data)
+                    head, sep, rest = bytes(pid_line).partition(b"\n")
+                    if sep:
+                        pid = int(head) if head.isdigit() else 0
+                        err.write(rest)
+                else:
+                    err.write(msg.data)
+
+    async def pump() -> None:
         async with stream:
-            if request.stdin is not None:
-                await send_stdin(stream, request.stdin)
-            with engine("exec"):
-                while (msg := await stream.read_out()) is not None:
-                    if msg.stream == 1:
-                        out.write(msg.data)
-                    elif pid is None:
-                        pid_line.extend(msg.data)
-                        head, sep, rest = bytes(pid_line).partition(b"\n")
-                        if sep:
-                            pid = int(head) if head.isdigit() else 0
-                            err.write(rest)
-                    else:
-                        err.write(msg.data)
+            await (collect() if stdin is None else feed_while_reading(exe, stream, stdin, collect()))
 
     task = asyncio.ensure_future(pump())
     try:
@@ -102,7 +107,7 @@ async def run_command(rt: DockerRuntime, ref: str, request: ExecRequest) -> Exec
     except TimeoutError:
         timed_out = True
         if pid:
-            await rt.kill_session(ref, pid)
+            await rt.kill_session(ref, pid, request.user)
         try:
             await asyncio.wait_for(task, timeout=2.0)
         except TimeoutError:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from sandlot.domain.errors import (
     DiskFull,
@@ -25,7 +25,7 @@ from sandlot.domain.errors import (
 from sandlot.runtime.archives import ArchiveReport, strip_first_component
 from sandlot.runtime.base import FileStream
 from sandlot.runtime.bridge import CHUNK, transform
-from sandlot.runtime.docker_streams import engine, send_stdin
+from sandlot.runtime.docker_streams import engine, program_ended, send_stdin
 from sandlot.runtime.file_scripts import FILE_READ, FILE_WRITE, FIX_MODES, IMPORT_CHECK, file_error, octal
 from sandlot.runtime.output import CappedBuffer
 
@@ -66,18 +66,6 @@ async def _drain(stream: Stream, out: CappedBuffer | None, err: CappedBuffer) ->
                 err.write(msg.data)
 
 
-async def _ended(exe: Any) -> None:
-    """Returns once the exec's program has ended: the engine keeps its streams open while stdin
-    is still being sent, so a program that stopped reading (a full disk) would hold the sender
-    until the engine gave up. Looked at only once a send lasts (a quick one never asks)."""
-    await asyncio.sleep(1.0)
-    while True:
-        with contextlib.suppress(Exception):  # an engine error here is the reader's to report
-            if not (await exe.inspect()).get("Running", True):
-                return
-        await asyncio.sleep(0.5)
-
-
 async def _feed_and_wait(
     rt: DockerRuntime, exe: object, stream: Stream, data: AsyncIterable[bytes], out: CappedBuffer | None
 ) -> tuple[int | None, bytes]:
@@ -87,7 +75,7 @@ async def _feed_and_wait(
     err = CappedBuffer(1 << 14)
     reader = asyncio.ensure_future(_drain(stream, out, err))
     sender = asyncio.ensure_future(send_stdin(stream, data))  # half-closes stdin however it ends
-    ended = asyncio.ensure_future(_ended(exe))
+    ended = asyncio.ensure_future(program_ended(exe))
     try:
         await asyncio.wait({reader, sender, ended}, return_when=asyncio.FIRST_COMPLETED)
         if not sender.done():

@@ -4,6 +4,7 @@ with stdin (the persistent shell, the output followers, file transfers) and an e
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
@@ -15,7 +16,15 @@ from aiodocker.stream import Stream
 
 from sandlot.domain.errors import InvalidInput, RuntimeUnavailable, SandboxStateError, SandlotError
 
-__all__ = ["ExecStream", "PtyExecStream", "engine", "engine_error", "send_stdin"]
+__all__ = [
+    "ExecStream",
+    "PtyExecStream",
+    "engine",
+    "engine_error",
+    "feed_while_reading",
+    "program_ended",
+    "send_stdin",
+]
 
 log = logging.getLogger(__name__)
 
@@ -154,3 +163,47 @@ async def send_stdin(stream: Stream, data: bytes | AsyncIterable[bytes]) -> None
 
 async def _one(data: bytes) -> AsyncIterator[bytes]:
     yield data
+
+
+async def program_ended(exe: Any) -> None:
+    """Returns once the exec's program has ended: the engine keeps its streams open while stdin
+    is still being sent, so a program that stopped reading (a full disk, a ``head -c 1``)
+    would hold the sender until the engine gave up. Looked at only once a send lasts (a quick
+    one never asks)."""
+    await asyncio.sleep(1.0)
+    while True:
+        with contextlib.suppress(Exception):  # an engine error here is the reader's to report
+            if not (await exe.inspect()).get("Running", True):
+                return
+        await asyncio.sleep(0.5)
+
+
+async def feed_while_reading(
+    exe: Any, stream: Stream, data: bytes | AsyncIterable[bytes], reading: Awaitable[None]
+) -> None:
+    """Send ``data`` to an exec's stdin while ``reading`` takes in its output, both at once (a
+    command that writes as it reads, ``cat`` of megabytes, would otherwise fill its output pipe
+    and stop reading). Returns once the output ended. A program that ends before taking all
+    its input is not sent the rest, and what it said is awaited briefly before the caller
+    closes the stream. An error of ``data`` (a client gone, a body over its limit) is raised
+    once the program, seeing its input end there, has finished."""
+    reader = asyncio.ensure_future(reading)
+    sender = asyncio.ensure_future(send_stdin(stream, data))  # half-closes stdin however it ends
+    ended = asyncio.ensure_future(program_ended(exe))
+    try:
+        await asyncio.wait({reader, sender, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if not sender.done():  # the program ended (or its output did) with input left unsent
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), timeout=0.5)
+            if not reader.done():
+                return  # the caller closes the stream, which ends the reading
+        elif (failed := sender.exception()) is not None:
+            await reader
+            raise failed
+        await reader
+    finally:
+        for task in (reader, sender, ended):
+            task.cancel()

@@ -227,19 +227,19 @@ def octal(name: str) -> str:
     return "".join(f"\\0{b:03o}" for b in name.encode("utf-8", "surrogateescape"))
 
 
-_MEANINGS: dict[int, tuple[type[SandlotError], str]] = {
-    10: (PathOutsideWorkspace, "path {path!r} resolves outside the workspace"),
-    11: (InvalidInput, "{path!r} is a directory"),
-    12: (InvalidInput, "a parent of {path!r} is not a directory"),
-    13: (InvalidInput, "{path!r}: permission denied"),
+_MEANINGS: dict[int, tuple[type[SandlotError], str, str]] = {
+    10: (PathOutsideWorkspace, "outside_workspace", "path {path!r} resolves outside the workspace"),
+    11: (InvalidInput, "is_a_directory", "{path!r} is a directory"),
+    12: (InvalidInput, "not_a_directory", "a parent of {path!r} is not a directory"),
+    13: (InvalidInput, "permission_denied", "{path!r}: permission denied"),
     # head could not write: the sandbox's disk is full (EDQUOT, ENOSPC, EIO)
-    14: (DiskFull, "no space left in the sandbox while writing {path!r} ({text})"),
-    15: (NotFound, "nothing at {path!r}"),
-    16: (InvalidInput, "too many links in {path!r}"),
-    17: (InvalidInput, "{path!r} is not a regular file"),
-    18: (PayloadTooLarge, "{path!r} is {text} bytes; over the limit"),
-    20: (SandboxStateError, "the sandbox's workspace is gone"),
-    21: (InvalidInput, "the upload of {path!r} was cut short; nothing was written"),
+    14: (DiskFull, "disk_full", "no space left in the sandbox while writing {path!r} ({text})"),
+    15: (NotFound, "not_found", "nothing at {path!r}"),
+    16: (InvalidInput, "too_many_links", "too many links in {path!r}"),
+    17: (InvalidInput, "not_a_regular_file", "{path!r} is not a regular file"),
+    18: (PayloadTooLarge, "too_large", "{path!r} is {text} bytes; over the limit"),
+    20: (SandboxStateError, "no_workspace", "the sandbox's workspace is gone"),
+    21: (InvalidInput, "cut_short", "the upload of {path!r} was cut short; nothing was written"),
 }
 
 #: The exit codes the programs here give on purpose.
@@ -247,10 +247,11 @@ FILE_EXIT_CODES = frozenset(_MEANINGS)
 
 
 def file_error(code: int | None, path: str, stderr: bytes = b"") -> SandlotError:
-    """The error a file program's exit ``code`` means, naming ``path``."""
+    """The error a file program's exit ``code`` means, naming ``path``; ``reason`` (in the
+    problem body) says which, for a client to map (a directory, permission denied...)."""
     text = stderr.decode(errors="replace").strip()[-300:]
     if code in _MEANINGS:
-        kind, message = _MEANINGS[code]
-        extra = {} if kind is SandboxStateError else {"path": path}
+        kind, reason, message = _MEANINGS[code]
+        extra = {} if kind is SandboxStateError else {"path": path, "reason": reason}
         return kind(message.format(path=path, text=text or "too many"), **extra)
     return SandboxStateError(f"file operation on {path!r} failed (exit {code}): {text}")

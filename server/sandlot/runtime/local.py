@@ -50,6 +50,7 @@ from sandlot.runtime.local_procs import (
     PipeStream,
     cpu_and_memory,
     descendants,
+    feed_pipe,
     kill_tree,
     kill_user,
     processes_of,
@@ -61,6 +62,10 @@ from sandlot.runtime.output import CappedBuffer
 __all__ = ["LOCAL_IMAGES", "LocalRuntime"]
 
 LOCAL_IMAGES = frozenset({"local", "sandlot/busybox:latest", "sandlot/python:3"})
+_NO_OTHER_USERS = (
+    "the local runtime runs every command as the sandbox's own host user: a command cannot run "
+    "as another user (`user`) here; that needs the Docker runtime"
+)
 
 
 class LocalRuntime:
@@ -77,6 +82,7 @@ class LocalRuntime:
 
     name = "local"
     disk_limits = False
+    other_users = False
 
     def __init__(self, root: Path, instance: str = "default") -> None:
         self._root = root.absolute()  # bubblewrap and child processes run elsewhere
@@ -145,6 +151,8 @@ class LocalRuntime:
 
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
         request.validate()
+        if request.user is not None:  # the sandbox is one host user; there is no other to be
+            raise InvalidInput(_NO_OTHER_USERS, field="user")
         start = time.perf_counter()
         meta = self._meta(ref)
         host_ws = str(self._dir(ref) / "workspace")
@@ -169,15 +177,9 @@ class LocalRuntime:
             while chunk := await reader.read(1 << 16):
                 buf.write(chunk)
 
-        async def feed() -> None:
-            if proc.stdin is not None:
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    proc.stdin.write(request.stdin or b"")
-                    await proc.stdin.drain()
-                proc.stdin.close()
-
         timed_out = False
-        work = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed(), proc.wait())
+        feed = feed_pipe(proc.stdin, request.stdin)
+        work = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed, proc.wait())
         try:
             await asyncio.wait_for(work, timeout=request.timeout)
         except TimeoutError:

@@ -186,15 +186,17 @@ class Workspace:
             try:
                 fd = os.open(where.leaf, flags, dir_fd=where.dir)
             except FileNotFoundError as exc:
-                raise NotFound(f"no file at {path!r}", path=path) from exc
+                raise NotFound(f"no file at {path!r}", path=path, reason="not_found") from exc
             except OSError as exc:
                 raise InvalidInput(f"could not read {path!r}: {exc.strerror}", path=path) from exc
         try:
             info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise InvalidInput(f"{path!r} is a directory", path=path, reason="is_a_directory")
             if not stat.S_ISREG(info.st_mode):
-                raise InvalidInput(f"{path!r} is not a regular file", path=path)
+                raise InvalidInput(f"{path!r} is not a regular file", path=path, reason="not_a_regular_file")
             if not info.st_mode & stat.S_IRUSR:
-                raise InvalidInput(f"{path!r}: permission denied", path=path)
+                raise InvalidInput(f"{path!r}: permission denied", path=path, reason="permission_denied")
             if info.st_size > limit:
                 raise PayloadTooLarge(f"{path!r} is {info.st_size} bytes; the limit is {limit}", path=path)
             os.set_blocking(fd, True)
@@ -211,11 +213,12 @@ class Workspace:
         with self.place(path, make_parents=True, follow_last=True) as where:
             old = where.lstat()
             if old is not None and stat.S_ISDIR(old.st_mode):
-                raise InvalidInput(f"{path!r} is a directory", path=path)
+                raise InvalidInput(f"{path!r} is a directory", path=path, reason="is_a_directory")
+            denied = {"path": path, "reason": "permission_denied"}
             if old is not None and not old.st_mode & stat.S_IWUSR:
-                raise InvalidInput(f"{path!r}: permission denied (read-only)", path=path)
+                raise InvalidInput(f"{path!r}: permission denied (read-only)", **denied)
             if not os.fstat(where.dir).st_mode & stat.S_IWUSR:
-                raise InvalidInput(f"{path!r}: permission denied (read-only directory)", path=path)
+                raise InvalidInput(f"{path!r}: permission denied (read-only directory)", **denied)
             mode = stat.S_IMODE(old.st_mode) if old is not None else 0o644
             tmp = f".sandlot-upload-{secrets.token_hex(6)}"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=where.dir)

@@ -11,6 +11,7 @@ import signal
 import struct
 import termios
 import time
+from collections.abc import AsyncIterable
 
 from sandlot.domain.errors import SandboxStateError
 
@@ -19,12 +20,32 @@ __all__ = [
     "PipeStream",
     "cpu_and_memory",
     "descendants",
+    "feed_pipe",
     "kill_tree",
     "kill_user",
     "killpg",
     "processes_of",
     "set_winsize",
 ]
+
+
+async def feed_pipe(pipe: asyncio.StreamWriter | None, data: bytes | AsyncIterable[bytes] | None) -> None:
+    """Write ``data`` (bytes, or a stream of them) to a process's stdin, then close it. A
+    process that stopped reading ends the writing quietly; an error of ``data`` itself (a
+    client gone) closes stdin too, so the process sees a short input, and is raised."""
+    if pipe is None:
+        return
+    try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if data is None or isinstance(data, bytes):
+                pipe.write(data or b"")
+                await pipe.drain()
+            else:
+                async for chunk in data:
+                    pipe.write(chunk)
+                    await pipe.drain()
+    finally:
+        pipe.close()
 
 
 def killpg(pid: int) -> None:

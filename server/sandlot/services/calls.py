@@ -12,9 +12,11 @@ composes this back in.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -22,13 +24,14 @@ from pydantic import ValidationError
 from sandlot.domain.errors import Conflict, InvalidInput, NotFound, SandboxStateError, SandlotError
 from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
 from sandlot.domain.status import SandboxStatus as S
-from sandlot.features.base import ActivityArgs, ActivitySpec, SessionContext
+from sandlot.features.base import ActivityArgs, ActivitySpec, SessionContext, Upload
 from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import span
 from sandlot.runtime.shell import ShellManager
 from sandlot.services.activities import ActivityRecord, ActivityRecorder
 from sandlot.services.assets import resolve_placeholders
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.exec_users import ExecUsers
 from sandlot.store.tables import Environment, Sandbox, Session
 
 __all__ = ["ActivityCalls"]
@@ -49,6 +52,19 @@ def _parse(spec: ActivitySpec, args: Mapping[str, Any]) -> ActivityArgs:
         raise InvalidInput(f"{field}: {first['msg']}", field=field) from exc
 
 
+def _check_upload(spec: ActivitySpec, name: str, args: Mapping[str, Any], upload: Upload | None) -> None:
+    """A streamed call only to an activity that takes one, with its streamed argument given
+    once (in the body, not also among the JSON arguments)."""
+    if upload is None:
+        return
+    if spec.upload is None:
+        raise InvalidInput(f"{name} takes no streamed body; send its arguments as JSON")
+    if args.get(spec.upload) is not None:
+        raise InvalidInput(
+            f"{spec.upload}: streamed in the body, so not among the arguments too", field=spec.upload
+        )
+
+
 class ActivityCalls:
     """Shares the session service's cache of hot sessions; ``end``, ``reload`` and
     ``sandbox_lost`` are the session service's own (ending a session is its business)."""
@@ -65,8 +81,10 @@ class ActivityCalls:
         reload: Callable[[str], Awaitable[Session]],
         sandbox_lost: Callable[[Session, Sandbox, SandboxStateError], Awaitable[None]],
         metrics: Metrics,
+        exec_users: ExecUsers,
     ) -> None:
         self._metrics = metrics
+        self._exec_users = exec_users
         self._environments = environments
         self._shells = shells
         self._recorder = recorder
@@ -83,9 +101,11 @@ class ActivityCalls:
         feature_name: str,
         activity_name: str,
         args: Mapping[str, Any],
+        upload: Upload | None = None,
     ) -> Any:
         """Run ``feature_name.activity_name`` with ``args`` in the session ``sess`` (found by
-        the caller, with the sandbox it holds)."""
+        the caller, with the sandbox it holds); ``upload``: the streamed argument of a
+        streamed call."""
         session_id = sess.id  # the service's id (the caller may have used its own)
         env = await self._environments.cached(None, sess.environment_id)
         if sess.status != ACTIVE:
@@ -99,6 +119,7 @@ class ActivityCalls:
         spec = feature.activities().get(activity_name)
         if spec is None:
             raise NotFound(f"feature {feature_name!r} has no activity {activity_name!r}")
+        _check_upload(spec, f"{feature_name}.{activity_name}", args, upload)
         args = resolve_placeholders(dict(args), sess.state.get("assets") or {})
         parsed = _parse(spec, args)
         record = ActivityRecord(
@@ -109,7 +130,9 @@ class ActivityCalls:
             name=activity_name,
             args_summary=_summary(args),
         )
-        return await self._run(sess, box, env, record, lambda ctx: spec.method(feature, ctx, parsed))
+        user_check = partial(self._exec_users.allow, box, listed=env.exec_users or [])
+        extra = {"upload": upload, "user_check": user_check}
+        return await self._run(sess, box, env, record, lambda ctx: spec.method(feature, ctx, parsed), extra)
 
     async def _run(
         self,
@@ -118,9 +141,11 @@ class ActivityCalls:
         env: Environment,
         record: ActivityRecord,
         invoke: Callable[[SessionContext], Awaitable[Any]],
+        extra: Mapping[str, Any],
     ) -> Any:
-        """Run the activity (``invoke``) as its span; a success makes the session hot, and every
-        outcome is recorded and counted (an error by its code)."""
+        """Run the activity (``invoke``, given the session's context with ``extra``) as its
+        span; a success makes the session hot, and every outcome is recorded and counted (an
+        error by its code)."""
         started = time.perf_counter()
         activity_span = span(
             f"activity {record.feature}.{record.name}",
@@ -134,7 +159,7 @@ class ActivityCalls:
         )
         try:
             with activity_span:
-                result = await invoke(self._context(sess, box))
+                result = await invoke(dataclasses.replace(self._context(sess, box), **extra))
             self._hot[sess.id] = (sess, box)
             return result
         except SandlotError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +13,7 @@ from sandlot.domain.env import validate_env
 from sandlot.domain.errors import InvalidInput
 from sandlot.domain.keys import Scope
 from sandlot.domain.pools import parse_pool_size
+from sandlot.domain.users import check_user_name
 from sandlot.features.base import Feature
 from sandlot.features.registry import FeatureRegistry
 from sandlot.services.accounts import Principal
@@ -39,6 +40,7 @@ _EDITABLE = frozenset(
         "disk_mb",
         "network",
         "env",
+        "exec_users",
         "session_ttl_seconds",
         "idle_timeout_seconds",
         "outage_grace_period_seconds",
@@ -54,10 +56,13 @@ class EnvironmentService:
         sessions: async_sessionmaker[AsyncSession],
         features: FeatureRegistry,
         reads: async_sessionmaker[AsyncSession] | None = None,
+        *,
+        allowed_users: Collection[str] = (),
     ) -> None:
         self._sessions = sessions
         self._reads = reads or sessions
         self.features = features
+        self._exec_users_allowed = frozenset(allowed_users)  # the service's exec_users_allowed
         self._cache: dict[tuple[str | None, str], tuple[Environment, float]] = {}
         self._feature_cache: dict[str, tuple[datetime, dict[str, Feature]]] = {}
 
@@ -77,6 +82,14 @@ class EnvironmentService:
             validate_env(fields["env"] or {})
         if fields.get("idle_action") not in (None, "end", "suspend"):
             raise InvalidInput("idle_action is 'end' or 'suspend'", field="idle_action")
+        for user in fields.get("exec_users") or ():
+            check_user_name(user, "exec_users")
+            if user not in self._exec_users_allowed:
+                raise InvalidInput(
+                    f"exec_users: this service lets no command run as {user!r} (its setting "
+                    "exec_users_allowed does not list it)",
+                    field="exec_users",
+                )
 
     async def create(self, principal: Principal, name: str, fields: Mapping[str, Any]) -> Environment:
         principal.require(Scope.SANDBOXES_WRITE)

@@ -202,8 +202,15 @@ class PoolService:
 
     @traced("pool.release", sandbox="row.id", image="row.image", reason="reason")
     async def release(self, row: Sandbox, env: Environment | None, reason: str) -> None:
-        """After a session: reset the sandbox and return it to the pool, or shut it down."""
+        """After a session (``row`` as it was read when it left ``in_session``): reset the
+        sandbox and return it to the pool, or shut it down. A sandbox where a command ran as
+        another user (not ``reusable``: marked only while ``in_session``, under the row lock,
+        so the row read on leaving that status has the last word) is shut down: its reset could
+        not prove a clean slate."""
         bounds = self.bounds(env, row.image) if env is not None else NO_POOL
+        if not row.reusable:
+            await self._sandboxes.shutdown(row.id, f"{reason} (a command ran as another user)")
+            return
         if bounds.pooled and row.runtime_ref is not None:
             try:
                 await self._sandboxes.runtime.reset(row.runtime_ref, row.workspace)

@@ -36,6 +36,7 @@ from sandlot.runtime.base import (
     Usage,
 )
 from sandlot.services.accounts import Principal
+from sandlot.services.exec_users import ExecUsers
 from sandlot.services.quotas import check_quota, tenant_ttl
 from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
@@ -88,6 +89,7 @@ class SandboxService:
         self.runtime = runtime
         self.settings = settings
         self.transfers = transfers or Transfers(runtime, settings)
+        self.exec_users = ExecUsers(sessions, runtime, settings)
         #: this app's metrics, and which span created each sandbox (for background work's links)
         self.metrics = metrics or Metrics()
         self.spans = SandboxSpans()
@@ -317,6 +319,7 @@ class SandboxService:
             raise InvalidInput(f"timeout must be in (0, {self.settings.exec_max_timeout}]", field="timeout")
         validate_env(request.env)
         assert row.runtime_ref is not None
+        await self.exec_users.allow_in(row, request.user)
         cwd = resolve_cwd(row.workspace, request.cwd)
         request = dataclasses.replace(request, env=traced_env(request.env), cwd=cwd)
         with span("sandbox.exec", tenant=row.tenant_id, sandbox=row.id, image=row.image):

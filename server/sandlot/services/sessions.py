@@ -23,9 +23,10 @@ from sandlot.domain.errors import Conflict, SandboxStateError, SandlotError
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED, SESSION_SUSPENDED, SandboxStatus
-from sandlot.features.base import Feature, SessionContext
+from sandlot.features.base import Feature, SessionContext, Upload
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.tracing import span, traced
+from sandlot.runtime.base import FileStream
 from sandlot.runtime.shell import ShellManager
 from sandlot.services.accounts import Principal
 from sandlot.services.activities import ActivityRecorder
@@ -126,6 +127,7 @@ class SessionService:
             reload=self._reload,
             sandbox_lost=self._sandbox_lost,
             metrics=self._sandboxes.metrics,
+            exec_users=self._sandboxes.exec_users,
         )
         return suspend, launcher, calls
 
@@ -304,6 +306,12 @@ class SessionService:
         sess, box = await self.sandbox_of(principal, session_id)
         return await self._lost_on_failure(sess, box, self.snapshots.export_live(sess, box))
 
+    async def read_file(self, principal: Principal, session_id: str, path: str) -> FileStream:
+        """The file at ``path`` in the session's workspace as a stream (``files.read``'s checks)."""
+        sess, box = await self.sandbox_of(principal, session_id)
+        target = resolve_workspace_path(box.workspace, path)
+        return await self._lost_on_failure(sess, box, self.transfers.read_file(box, target))
+
     async def import_workspace(
         self, principal: Principal, session_id: str, chunks: AsyncIterator[bytes]
     ) -> int:
@@ -340,6 +348,7 @@ class SessionService:
         feature_name: str,
         activity_name: str,
         args: Mapping[str, Any],
+        upload: Upload | None = None,
     ) -> Any:
         """Run a feature activity in the caller's session (see :mod:`sandlot.services.calls`).
         A session whose shell this process holds is taken from the cache without a read."""
@@ -351,7 +360,7 @@ class SessionService:
         else:
             async with self._reads() as session:
                 sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
-        return await self._calls.call(sess, box, feature_name, activity_name, args)
+        return await self._calls.call(sess, box, feature_name, activity_name, args, upload)
 
     async def sandboxes_lost(self, sandbox_ids: Sequence[str]) -> None:
         """End the active sessions whose sandboxes the reconciler found gone (a suspended one

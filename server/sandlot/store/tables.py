@@ -90,6 +90,10 @@ class Sandbox(SQLModel, table=True):
     expires_at: datetime | None = Field(default=None, sa_type=UtcDateTime, index=True)
     environment_id: str | None = Field(default=None, index=True, max_length=32)
     session_id: str | None = Field(default=None, max_length=64)
+    # false once a command ran as a user other than the image's: what it did (files owned by
+    # root, processes the sandbox user cannot kill) cannot be proven undone, so no other
+    # session ever gets this sandbox (its session's end shuts it down instead of a reset)
+    reusable: bool = True
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -126,6 +130,9 @@ class Environment(SQLModel, table=True):
     disk_mb: int | None = None
     network: bool = False
     env: dict[str, str] = Field(default_factory=dict, sa_type=sa.JSON)
+    # users a session's commands may run as besides the image's (within the service's
+    # exec_users_allowed)
+    exec_users: list[str] = Field(default_factory=list, sa_type=sa.JSON)
     session_ttl_seconds: int | None = 3600
     idle_timeout_seconds: int | None = 600
     outage_grace_period_seconds: float = 60.0

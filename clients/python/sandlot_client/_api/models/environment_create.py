@@ -34,6 +34,8 @@ class EnvironmentCreate:
             cpus (float | Unset):  Default: 1.0.
             disk_mb (int | None | Unset):
             env (EnvironmentCreateEnv | Unset):
+            exec_users (list[str] | Unset): Users commands may run as besides the image's (`user` of an exec), among those
+                the service allows (`exec_users_allowed`). Empty: the image's user only.
             features (EnvironmentCreateFeatures | Unset):
             housekeeping_interval_seconds (float | Unset):  Default: 10.0.
             idle_action (EnvironmentCreateIdleAction | Unset):  Default: EnvironmentCreateIdleAction.END.
@@ -51,6 +53,7 @@ class EnvironmentCreate:
     cpus: float | Unset = 1.0
     disk_mb: int | None | Unset = UNSET
     env: EnvironmentCreateEnv | Unset = UNSET
+    exec_users: list[str] | Unset = UNSET
     features: EnvironmentCreateFeatures | Unset = UNSET
     housekeeping_interval_seconds: float | Unset = 10.0
     idle_action: EnvironmentCreateIdleAction | Unset = EnvironmentCreateIdleAction.END
@@ -88,6 +91,12 @@ class EnvironmentCreate:
         env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
             env = self.env.to_dict()
+
+        exec_users: list[str] | Unset = UNSET
+        if not isinstance(self.exec_users, Unset):
+            exec_users = self.exec_users
+
+
 
         features: dict[str, Any] | Unset = UNSET
         if not isinstance(self.features, Unset):
@@ -145,6 +154,8 @@ class EnvironmentCreate:
             field_dict["disk_mb"] = disk_mb
         if env is not UNSET:
             field_dict["env"] = env
+        if exec_users is not UNSET:
+            field_dict["exec_users"] = exec_users
         if features is not UNSET:
             field_dict["features"] = features
         if housekeeping_interval_seconds is not UNSET:
@@ -201,6 +212,9 @@ class EnvironmentCreate:
             env = EnvironmentCreateEnv.from_dict(_env)
 
 
+
+
+        exec_users = cast(list[str], d.pop("exec_users", UNSET))
 
 
         _features = d.pop("features", UNSET)
@@ -285,6 +299,7 @@ class EnvironmentCreate:
             cpus=cpus,
             disk_mb=disk_mb,
             env=env,
+            exec_users=exec_users,
             features=features,
             housekeeping_interval_seconds=housekeeping_interval_seconds,
             idle_action=idle_action,

@@ -39,6 +39,8 @@ class EnvironmentOut:
             cpus (float | Unset):  Default: 1.0.
             disk_mb (int | None | Unset):
             env (EnvironmentOutEnv | Unset):
+            exec_users (list[str] | Unset): Users commands may run as besides the image's (`user` of an exec), among those
+                the service allows (`exec_users_allowed`). Empty: the image's user only.
             features (EnvironmentOutFeatures | Unset):
             housekeeping_interval_seconds (float | Unset):  Default: 10.0.
             idle_action (EnvironmentOutIdleAction | Unset):  Default: EnvironmentOutIdleAction.END.
@@ -60,6 +62,7 @@ class EnvironmentOut:
     cpus: float | Unset = 1.0
     disk_mb: int | None | Unset = UNSET
     env: EnvironmentOutEnv | Unset = UNSET
+    exec_users: list[str] | Unset = UNSET
     features: EnvironmentOutFeatures | Unset = UNSET
     housekeeping_interval_seconds: float | Unset = 10.0
     idle_action: EnvironmentOutIdleAction | Unset = EnvironmentOutIdleAction.END
@@ -105,6 +108,12 @@ class EnvironmentOut:
         env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.env, Unset):
             env = self.env.to_dict()
+
+        exec_users: list[str] | Unset = UNSET
+        if not isinstance(self.exec_users, Unset):
+            exec_users = self.exec_users
+
+
 
         features: dict[str, Any] | Unset = UNSET
         if not isinstance(self.features, Unset):
@@ -166,6 +175,8 @@ class EnvironmentOut:
             field_dict["disk_mb"] = disk_mb
         if env is not UNSET:
             field_dict["env"] = env
+        if exec_users is not UNSET:
+            field_dict["exec_users"] = exec_users
         if features is not UNSET:
             field_dict["features"] = features
         if housekeeping_interval_seconds is not UNSET:
@@ -236,6 +247,9 @@ class EnvironmentOut:
             env = EnvironmentOutEnv.from_dict(_env)
 
 
+
+
+        exec_users = cast(list[str], d.pop("exec_users", UNSET))
 
 
         _features = d.pop("features", UNSET)
@@ -324,6 +338,7 @@ class EnvironmentOut:
             cpus=cpus,
             disk_mb=disk_mb,
             env=env,
+            exec_users=exec_users,
             features=features,
             housekeeping_interval_seconds=housekeeping_interval_seconds,
             idle_action=idle_action,

@@ -34,6 +34,7 @@ class EnvironmentUpdate:
             cpus (float | None | Unset):
             disk_mb (int | None | Unset):
             env (EnvironmentUpdateEnvType0 | None | Unset):
+            exec_users (list[str] | None | Unset):
             features (EnvironmentUpdateFeaturesType0 | None | Unset):
             housekeeping_interval_seconds (float | None | Unset):
             idle_action (EnvironmentUpdateIdleActionType1 | EnvironmentUpdateIdleActionType2Type1 |
@@ -51,6 +52,7 @@ class EnvironmentUpdate:
     cpus: float | None | Unset = UNSET
     disk_mb: int | None | Unset = UNSET
     env: EnvironmentUpdateEnvType0 | None | Unset = UNSET
+    exec_users: list[str] | None | Unset = UNSET
     features: EnvironmentUpdateFeaturesType0 | None | Unset = UNSET
     housekeeping_interval_seconds: float | None | Unset = UNSET
     idle_action: EnvironmentUpdateIdleActionType1 | EnvironmentUpdateIdleActionType2Type1 | EnvironmentUpdateIdleActionType3Type1 | None | Unset = UNSET
@@ -91,6 +93,16 @@ class EnvironmentUpdate:
             env = self.env.to_dict()
         else:
             env = self.env
+
+        exec_users: list[str] | None | Unset
+        if isinstance(self.exec_users, Unset):
+            exec_users = UNSET
+        elif isinstance(self.exec_users, list):
+            exec_users = self.exec_users
+
+
+        else:
+            exec_users = self.exec_users
 
         features: dict[str, Any] | None | Unset
         if isinstance(self.features, Unset):
@@ -187,6 +199,8 @@ class EnvironmentUpdate:
             field_dict["disk_mb"] = disk_mb
         if env is not UNSET:
             field_dict["env"] = env
+        if exec_users is not UNSET:
+            field_dict["exec_users"] = exec_users
         if features is not UNSET:
             field_dict["features"] = features
         if housekeeping_interval_seconds is not UNSET:
@@ -258,6 +272,24 @@ class EnvironmentUpdate:
             return cast(EnvironmentUpdateEnvType0 | None | Unset, data)
 
         env = _parse_env(d.pop("env", UNSET))
+
+
+        def _parse_exec_users(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                exec_users_type_0 = cast(list[str], data)
+
+                return exec_users_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        exec_users = _parse_exec_users(d.pop("exec_users", UNSET))
 
 
         def _parse_features(data: object) -> EnvironmentUpdateFeaturesType0 | None | Unset:
@@ -440,6 +472,7 @@ class EnvironmentUpdate:
             cpus=cpus,
             disk_mb=disk_mb,
             env=env,
+            exec_users=exec_users,
             features=features,
             housekeeping_interval_seconds=housekeeping_interval_seconds,
             idle_action=idle_action,

@@ -33,6 +33,9 @@ class ExecIn:
             stdin (None | str | Unset):
             stdin_encoding (ExecInStdinEncoding | Unset):  Default: ExecInStdinEncoding.UTF_8.
             timeout (float | Unset):  Default: 60.0.
+            user (None | str | Unset): Run as this user instead of the image's; the sandbox's environment (`exec_users`) and
+                the service (`exec_users_allowed`) must both allow it (403 otherwise). No capability comes with it, and the
+                sandbox is never reused by another session afterwards.
      """
 
     command: list[str] | str
@@ -41,6 +44,7 @@ class ExecIn:
     stdin: None | str | Unset = UNSET
     stdin_encoding: ExecInStdinEncoding | Unset = ExecInStdinEncoding.UTF_8
     timeout: float | Unset = 60.0
+    user: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -80,6 +84,12 @@ class ExecIn:
 
         timeout = self.timeout
 
+        user: None | str | Unset
+        if isinstance(self.user, Unset):
+            user = UNSET
+        else:
+            user = self.user
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -96,6 +106,8 @@ class ExecIn:
             field_dict["stdin_encoding"] = stdin_encoding
         if timeout is not UNSET:
             field_dict["timeout"] = timeout
+        if user is not UNSET:
+            field_dict["user"] = user
 
         return field_dict
 
@@ -161,6 +173,16 @@ class ExecIn:
 
         timeout = d.pop("timeout", UNSET)
 
+        def _parse_user(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        user = _parse_user(d.pop("user", UNSET))
+
+
         exec_in = cls(
             command=command,
             cwd=cwd,
@@ -168,6 +190,7 @@ class ExecIn:
             stdin=stdin,
             stdin_encoding=stdin_encoding,
             timeout=timeout,
+            user=user,
         )
 
 

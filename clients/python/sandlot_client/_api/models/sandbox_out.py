@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..types import UNSET, Unset
 from typing import cast
 import datetime
 
@@ -42,6 +43,8 @@ class SandboxOut:
             ttl_seconds (int | None):
             updated_at (datetime.datetime):
             workspace (str):
+            reusable (bool | Unset): False once a command ran in it as another user than the image's: no other session will
+                get it. Default: True.
      """
 
     cpus: float
@@ -62,6 +65,7 @@ class SandboxOut:
     ttl_seconds: int | None
     updated_at: datetime.datetime
     workspace: str
+    reusable: bool | Unset = True
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -113,6 +117,8 @@ class SandboxOut:
 
         workspace = self.workspace
 
+        reusable = self.reusable
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -136,6 +142,8 @@ class SandboxOut:
             "updated_at": updated_at,
             "workspace": workspace,
         })
+        if reusable is not UNSET:
+            field_dict["reusable"] = reusable
 
         return field_dict
 
@@ -226,6 +234,8 @@ class SandboxOut:
 
         workspace = d.pop("workspace")
 
+        reusable = d.pop("reusable", UNSET)
+
         sandbox_out = cls(
             cpus=cpus,
             created_at=created_at,
@@ -245,6 +255,7 @@ class SandboxOut:
             ttl_seconds=ttl_seconds,
             updated_at=updated_at,
             workspace=workspace,
+            reusable=reusable,
         )
 
 
