@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sandlot.api.schemas import EnvironmentCreate, ExecIn, ProcessStart, SandboxCreate
+from sandlot.api.process_schemas import ProcessStart
+from sandlot.api.schemas import EnvironmentCreate, ExecIn, SandboxCreate
 from sandlot.app import create_app
 from sandlot.settings import Settings
 

@@ -11,7 +11,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
-from sandlot.api.schemas import ProcessInput, ProcessOut, ProcessStart
+from sandlot.api.process_schemas import ProcessInput, ProcessOut, ProcessStart
 from sandlot.api.ws import Close, first_to_finish, until_disconnected
 from sandlot.domain.errors import InvalidInput, SandlotError
 
