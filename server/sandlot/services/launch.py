@@ -86,6 +86,7 @@ class SessionLauncher:
         self,
         *,
         sessions: async_sessionmaker[AsyncSession],
+        reads: async_sessionmaker[AsyncSession],
         environments: EnvironmentService,
         pools: PoolService,
         sandboxes: SandboxService,
@@ -95,6 +96,7 @@ class SessionLauncher:
         finish: Callable[[str, str], Awaitable[object]],
     ) -> None:
         self._sessions = sessions
+        self._reads = reads  # autocommit: a read alone costs no BEGIN/ROLLBACK round trips
         self._environments = environments
         self._pools = pools
         self._sandboxes = sandboxes
@@ -134,7 +136,7 @@ class SessionLauncher:
         """Give the new session ``row`` a sandbox and make it ready; returns whether the
         sandbox came warm from the pool. ``files``: each manifest file and its resolved path."""
         sid = row.id
-        async with self._sessions() as session:
+        async with self._reads() as session:
             await check_sessions(session, env.tenant_id)  # the clear refusal, before any work
         # Warm path: claim a ready sandbox straight into the session and record the session,
         # atomically (one statement on PostgreSQL).
@@ -144,7 +146,7 @@ class SessionLauncher:
             if box is None:
                 box = await self._pools.create_for(env, row.image, sid)
                 box = await self._enter(row, box)
-            async with self._sessions() as session:
+            async with self._reads() as session:
                 # counted again with this one recorded: of concurrent starts, none passes it
                 await check_sessions(session, env.tenant_id, starting=0)
             await self._prepare(env, row, box, snap, placed, files)

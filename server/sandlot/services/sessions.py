@@ -109,6 +109,7 @@ class SessionService:
         )
         launcher = SessionLauncher(
             sessions=self._sessions,
+            reads=self._reads,
             environments=self._environments,
             pools=self._pools,
             sandboxes=self._sandboxes,

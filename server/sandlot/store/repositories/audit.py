@@ -3,10 +3,11 @@ by one statement, so every API process shares a bucket and none can overdraw it)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import case, insert, literal
+from sqlalchemy import Float, String, bindparam, case, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
@@ -40,28 +41,50 @@ class AuditRepository:
         return (await self.session.scalars(query.limit(limit).offset(offset))).all()
 
 
+@functools.cache
+def _take_token_statement(dialect: str) -> Any:
+    """The bucket upsert for ``dialect``, built once (building it cost more than running it):
+    parameters ``key_id``, ``now``, ``rate``, ``burst`` and ``first`` (the tokens a new bucket
+    keeps)."""
+    bucket = RateBucket.__table__  # type: ignore[attr-defined]
+    now = bindparam("now", type_=Float)
+    burst = bindparam("burst", type_=Float)
+    refilled = bucket.c.tokens + (now - bucket.c.stamp) * bindparam("rate", type_=Float)
+    capped = case((refilled > burst, burst), else_=refilled)
+    ok = capped >= 1
+    insert_into: Any = (postgresql if dialect == "postgresql" else sqlite).insert(bucket)
+    return (
+        insert_into.values(
+            key_id=bindparam("key_id", type_=String),
+            tokens=bindparam("first", type_=Float),
+            stamp=now,
+            allowed=True,
+        )
+        .on_conflict_do_update(
+            index_elements=[bucket.c.key_id],
+            set_={
+                "tokens": case((ok, capped - 1), else_=bucket.c.tokens),
+                "stamp": case((ok, now), else_=bucket.c.stamp),
+                "allowed": ok,
+            },
+        )
+        .returning(bucket.c.allowed, bucket.c.tokens)
+    )
+
+
 async def take_token(
     session: AsyncSession, key_id: str, now: float, rate: float, burst: int
 ) -> tuple[bool, float]:
     """Take one token from ``key_id``'s bucket (``burst`` tokens at most, ``rate`` a second
     back), in one atomic upsert. Returns (allowed, tokens left); a refused request changes
     nothing, so the refill goes on from the last allowed one."""
-    bucket = RateBucket.__table__  # type: ignore[attr-defined]
-    refilled = bucket.c.tokens + (literal(now) - bucket.c.stamp) * rate
-    capped = case((refilled > burst, literal(float(burst))), else_=refilled)
-    ok = capped >= 1
-    insert: Any = (postgresql if session.get_bind().dialect.name == "postgresql" else sqlite).insert(bucket)
-    statement = (
-        insert.values(key_id=key_id, tokens=float(burst - 1), stamp=now, allowed=True)
-        .on_conflict_do_update(
-            index_elements=[bucket.c.key_id],
-            set_={
-                "tokens": case((ok, capped - 1), else_=bucket.c.tokens),
-                "stamp": case((ok, literal(now)), else_=bucket.c.stamp),
-                "allowed": ok,
-            },
-        )
-        .returning(bucket.c.allowed, bucket.c.tokens)
-    )
-    allowed, tokens = (await session.execute(statement)).one()
+    statement = _take_token_statement(session.get_bind().dialect.name)
+    params = {
+        "key_id": key_id,
+        "now": now,
+        "rate": float(rate),
+        "burst": float(burst),
+        "first": float(burst - 1),
+    }
+    allowed, tokens = (await session.execute(statement, params)).one()
     return bool(allowed), float(tokens)
