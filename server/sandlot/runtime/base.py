@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from sandlot.runtime.archives import ArchiveReport
+    from sandlot.runtime.listing import Listed
 
 __all__ = [
     "LABEL_INSTANCE",
@@ -309,6 +310,18 @@ class SandboxRuntime(Protocol):
         """The workspace as an uncompressed tar whose member names are relative to it, as a
         stream; ``PayloadTooLarge`` once it passes ``limit`` bytes (before the first chunk
         when the size is known to be over)."""
+        ...
+
+    async def list_workspace(self, ref: str, workspace: str) -> list[Listed] | None:
+        """Every entry of the workspace with its kind, mode, size and change key, without
+        reading contents (see :mod:`sandlot.runtime.listing`); None when the listing may be
+        incomplete (a directory the sandbox user cannot read, an entry gone meanwhile)."""
+        ...
+
+    def export_paths(self, ref: str, workspace: str, names: Sequence[str]) -> AsyncIterator[bytes]:
+        """A workspace archive (or several, one after the other) of the entries ``names``
+        (relative to the workspace) alone, read as the sandbox user; an entry that cannot be
+        read is left out, or the stream fails."""
         ...
 
     async def import_workspace(

@@ -22,7 +22,7 @@ import aiohttp
 from aiodocker.stream import Stream
 
 from sandlot.domain.errors import ImageNotFound, RuntimeUnavailable, SandboxStateError
-from sandlot.runtime import docker_exec, docker_files
+from sandlot.runtime import docker_exec, docker_files, docker_listing
 from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
@@ -39,6 +39,7 @@ from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, conta
 from sandlot.runtime.docker_reset import CleanSlate
 from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
+from sandlot.runtime.listing import Listed
 from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, LIMIT_COUNTS, STATE_ROOT
 
 __all__ = ["DockerRuntime"]
@@ -360,6 +361,12 @@ class DockerRuntime:
 
     def export_workspace(self, ref: str, workspace: str, limit: int) -> AsyncIterator[bytes]:
         return docker_files.export_workspace(self, ref, workspace, limit)
+
+    async def list_workspace(self, ref: str, workspace: str) -> list[Listed] | None:
+        return await docker_listing.list_workspace(self, ref, workspace)
+
+    def export_paths(self, ref: str, workspace: str, names: Sequence[str]) -> AsyncIterator[bytes]:
+        return docker_listing.export_paths(self, ref, workspace, names)
 
     async def import_workspace(
         self,

@@ -1,0 +1,150 @@
+"""Listing a workspace cheaply: every entry's kind, mode, size, mtime and a key that changes
+whenever its content may have, without reading any content.
+
+The key is the entry's mode, inode, size, link count, mtime and ctime (to the nanosecond). The
+ctime is the kernel's and no unprivileged process can set it, so an entry whose key is the same
+as at the last snapshot of the same sandbox has not changed since, and its hash is reused;
+only entries whose key changed are read. An entry changed just before its listing began may
+change again within the same clock tick without its ctime moving: its key is only trusted when
+its ctime lies at least :data:`SETTLE_NS` before a mark the listing makes first (``settled``),
+otherwise it is read again next time (as git does with "racily clean" files).
+
+In a sandbox the listing is a program of ours run as the sandbox user (:data:`LIST_WORKSPACE`):
+the names come NUL-separated on stderr and one line of numbers per name on stdout, in the same
+order, so no name (newlines, bytes that are not UTF-8) can break the parsing. Anything amiss (a
+directory it may not read, an entry gone between the two, output cut short) makes the listing
+``None``: the snapshot then reads the whole workspace through the engine instead.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandlot.runtime.local_tree import entries
+
+__all__ = [
+    "EXPORT_PATHS",
+    "LIST_WORKSPACE",
+    "SETTLE_NS",
+    "Listed",
+    "list_tree",
+    "parse_listing",
+]
+
+SETTLE_NS = 50_000_000  # well beyond a coarse clock tick (1-10 ms)
+
+#: ``sh -c LIST_WORKSPACE sh WORKSPACE STATE_DIR``: the mark's ctime, then the listing (see the
+#: module doc). Exit codes: 20 no workspace, 21 no mark, 22 a directory could not be read.
+LIST_WORKSPACE = r"""
+cd -P -- "$1" || exit 20
+s=$2; mkdir -p "$s" && rm -f "$s/mark" "$s/find-failed" && : > "$s/mark" || exit 21
+stat -c '%Z %z' "$s/mark" || exit 21
+{ find . -mindepth 1 -print0 2>/dev/null || : > "$s/find-failed"; } | tee /dev/stderr |
+  xargs -0 -r stat -c '%f %i %s %h %Y %y %Z %z' 2>/dev/null || exit 23
+[ -e "$s/find-failed" ] && exit 22
+exit 0
+"""
+
+#: ``sh -c EXPORT_PATHS sh WORKSPACE`` with NUL-separated ``./name``s on stdin: a tar of those
+#: entries alone (several concatenated when there are many), read as the sandbox user.
+EXPORT_PATHS = r"""
+cd -P -- "$1" || exit 20
+exec xargs -0 -r tar -c -f - --no-recursion
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Listed:
+    """One entry of a listing (``kind`` as in :mod:`sandlot.runtime.manifest`, or ``other``
+    for FIFOs, sockets and devices, which snapshots leave out)."""
+
+    name: str
+    kind: str
+    mode: int
+    size: int
+    mtime: int
+    key: str
+    settled: bool
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "other"
+
+
+def _ns(seconds: bytes, human_time: bytes) -> int:
+    """Nanoseconds from ``%Y`` seconds and the fraction of ``%y`` (``12:00:00.123456789``)."""
+    _, _, fraction = human_time.partition(b".")
+    digits = (fraction + b"000000000")[:9]
+    return int(seconds) * 1_000_000_000 + (int(digits) if digits.isdigit() else 0)
+
+
+def _key(mode: int, ino: int, size: int, links: int, mtime_ns: int, ctime_ns: int) -> str:
+    return f"{mode:x} {ino} {size} {links} {mtime_ns} {ctime_ns}"
+
+
+def parse_listing(stdout: bytes, stderr: bytes) -> list[Listed] | None:
+    """The entries :data:`LIST_WORKSPACE` printed, or None when its output does not add up."""
+    lines = stdout.split(b"\n")
+    if not lines or lines[-1] != b"":
+        return None
+    head, rows = lines[0].split(), lines[1:-1]
+    names = stderr.split(b"\0")
+    if len(head) != 4 or names[-1] != b"" or len(names) - 1 != len(rows):
+        return None
+    try:
+        mark = _ns(head[0], head[2])
+        found = []
+        for raw, row in zip(names, rows, strict=False):
+            fields = row.split()
+            if len(fields) != 12 or not raw.startswith(b"./"):
+                return None
+            mode = int(fields[0], 16)
+            mtime_ns, ctime_ns = _ns(fields[4], fields[6]), _ns(fields[8], fields[10])
+            found.append(
+                Listed(
+                    name=raw[2:].decode("utf-8", "surrogateescape"),
+                    kind=_kind(mode),
+                    mode=stat.S_IMODE(mode),
+                    size=int(fields[2]),
+                    mtime=int(fields[4]),
+                    key=_key(mode, int(fields[1]), int(fields[2]), int(fields[3]), mtime_ns, ctime_ns),
+                    settled=ctime_ns <= mark - SETTLE_NS,
+                )
+            )
+    except ValueError:
+        return None
+    return found
+
+
+def list_tree(host: Path, mark_file: Path) -> list[Listed]:
+    """The listing of a workspace on this host (the local runtime's), by descriptor (see
+    :func:`local_tree.entries`); the mark is ``mark_file``, made first."""
+    mark_file.unlink(missing_ok=True)
+    mark_file.touch()
+    mark = mark_file.stat().st_ctime_ns
+    found = []
+    for name, info, handle, _ in entries(host):
+        if handle is not None:
+            os.close(handle)
+        key = _key(info.st_mode, info.st_ino, info.st_size, info.st_nlink, info.st_mtime_ns, info.st_ctime_ns)
+        found.append(
+            Listed(
+                name=name,
+                kind=_kind(info.st_mode),
+                mode=stat.S_IMODE(info.st_mode),
+                size=info.st_size,
+                mtime=int(info.st_mtime),
+                key=key,
+                settled=info.st_ctime_ns <= mark - SETTLE_NS,
+            )
+        )
+    return found
