@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import base64
 import tarfile
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from sandlot.domain.errors import InvalidInput, PathOutsideWorkspace, PayloadTooLarge, SandlotError
 from sandlot.runtime.archives import (
@@ -51,6 +51,7 @@ FILE = "file"
 DIR = "dir"
 LINK = "link"
 _BLOCK = 512
+_READ = 1 << 20
 VERSION = 2
 
 
@@ -174,28 +175,29 @@ class _Checks:
         return mode
 
 
-async def content_archive(
+def content_archive(
     items: Iterable[Item],
-    read_blob: Callable[[str], AsyncIterator[bytes]],
+    open_blob: Callable[[str], IO[bytes]],
+    writer: IO[bytes],
     *,
     limit: int,
     report: ArchiveReport,
-) -> AsyncIterator[bytes]:
-    """The workspace archive of ``items`` (in :func:`ordered` order), each file's bytes read
-    by ``read_blob(sha256)``, checked as it is made; ``report`` is complete at its end."""
+) -> None:
+    """Write the workspace archive of ``items`` (in :func:`ordered` order) to ``writer``
+    (blocking: run it in a thread), each file's bytes read from ``open_blob(sha256)``, checked
+    as it is made; ``report`` is complete at its end."""
     checks = _Checks(limit, report)
     for item in ordered(items):
-        yield _header(item, checks.mode_of(item))
+        writer.write(_header(item, checks.mode_of(item)))
         if item.kind != FILE:
             continue
-        sent = 0
-        async for chunk in read_blob(item.ref):
-            sent += len(chunk)
-            if sent > item.size:
-                break
-            yield chunk
-        if sent != item.size:
-            raise SandlotError(f"the stored content of {item.name[:200]!r} is damaged ({sent} bytes)")
-        if sent % _BLOCK:
-            yield bytes(_BLOCK - sent % _BLOCK)
-    yield bytes(2 * _BLOCK)
+        with open_blob(item.ref) as blob:
+            left = item.size
+            while left and (chunk := blob.read(min(left, _READ))):
+                writer.write(chunk)
+                left -= len(chunk)
+            if left or blob.read(1):
+                raise SandlotError(f"the stored content of {item.name[:200]!r} is damaged")
+        if item.size % _BLOCK:
+            writer.write(bytes(_BLOCK - item.size % _BLOCK))
+    writer.write(bytes(2 * _BLOCK))

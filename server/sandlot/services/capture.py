@@ -35,10 +35,12 @@ _MOST_NAMED = 2000
 
 @dataclass
 class Taken:
-    """A workspace taken: its items (in order), and the contents staged for the store."""
+    """A workspace taken: its items (in order), the contents staged for the store, how many
+    entries were read (their content or target) and whether the whole workspace was."""
 
     items: list[Item]
     staged: dict[str, Staged] = field(default_factory=dict)
+    read: int = 0
     read_whole: bool = False
 
     @property
@@ -115,9 +117,11 @@ class WorkspaceCapture:
             if len(wanted) <= _MOST_NAMED:
                 read = await self._read_named(box, wanted, known)
                 if read is not None:
-                    return Taken(ordered(found + _keyed(read.items, listing)), read.staged)
+                    items = ordered(found + _keyed(read.items, listing))
+                    return Taken(items, read.staged, read=len(read.items))
         read = await self._read(await self._transfers.export(box), known)
-        return Taken(ordered(_keyed(read.items, listing)), read.staged, read_whole=True)
+        items = ordered(_keyed(read.items, listing))
+        return Taken(items, read.staged, read=len(read.items), read_whole=True)
 
     async def _read_named(self, box: Sandbox, wanted: list[Listed], known: set[str]) -> Captured | None:
         """Read the entries ``wanted`` alone; None when what came is not exactly them (an

@@ -97,7 +97,7 @@ class SnapshotCommit:
         if moves:
             taken.staged = {}
             await self._blobs.adopt(moves)
-            await self._blobs.sync()  # durable before any row names them
+            await self._blobs.sync([key for _, key in moves])  # durable before any row names them
 
     @staticmethod
     def _row(

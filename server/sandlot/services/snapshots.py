@@ -15,8 +15,11 @@ versions (one tar blob each) still restore, download and diff.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
+from typing import IO
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlmodel import col, select
@@ -27,6 +30,7 @@ from sandlot.domain.status import SESSION_SUSPENDED
 from sandlot.observability.tracing import span
 from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
+from sandlot.runtime.bridge import produce
 from sandlot.runtime.manifest import FILE, content_archive, decode
 from sandlot.runtime.shell import shell_state_dir
 from sandlot.services.accounts import Principal
@@ -103,14 +107,19 @@ class SnapshotService:
         assert box.runtime_ref is not None
         async with self._sessions() as session:
             await check_snapshots(session, sess.tenant_id)  # 429 once its storage quota is full
-        with span("snapshot.take", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
+        with span("snapshot.take", tenant=sess.tenant_id, session=sess.id, sandbox=box.id) as sp:
             previous = await self.latest(sess.id)
-            taken = await self.capture.take(box, previous)
-            try:
+            capture = asyncio.ensure_future(self.capture.take(box, previous))
+            try:  # the shell state is read while the workspace is
                 shell_state = await self._read_shell_state(box, sess.id)
             except BaseException:
-                await self.capture.discard(taken.staged.values())
+                capture.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.capture.discard((await capture).staged.values())
                 raise
+            taken = await capture
+            sp.set_attribute("sandlot.entries_read", taken.read)
+            sp.set_attribute("sandlot.read_whole", taken.read_whole)
             return await self._commit.store(
                 sess, box, kind, previous, taken, shell_state, shell_cwd(shell_state)
             )
@@ -137,10 +146,13 @@ class SnapshotService:
             keys = await ContentRepository(session, snap.tenant_id).keys(wanted)
         if len(keys) != len(wanted):
             raise SandlotError(f"snapshot {snap.id} lacks {len(wanted) - len(keys)} of its contents")
-        limit = self._settings.max_snapshot_bytes
-        return content_archive(
-            items, lambda digest: self._blobs.get(keys[digest]), limit=limit, report=report
-        )
+        limit, blobs = self._settings.max_snapshot_bytes, self._blobs
+
+        def write(writer: IO[bytes]) -> None:
+            opener = lambda digest: blobs.open_blocking(keys[digest])  # noqa: E731
+            content_archive(items, opener, writer, limit=limit, report=report)
+
+        return produce(write)
 
     async def export_live(self, sess: Session, box: Sandbox) -> AsyncIterator[bytes]:
         """The workspace as it is now, as a workspace archive stream, without storing it."""

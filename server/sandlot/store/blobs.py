@@ -28,6 +28,7 @@ __all__ = ["BlobStore", "FileBlobStore", "full_error", "one_chunk"]
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 _CHUNK = 1 << 16
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+_FEW = 32  # blobs made durable one by one; more at once: the whole filesystem
 
 
 class BlobStore(Protocol):
@@ -58,8 +59,13 @@ class BlobStore(Protocol):
         """Remove staging files that will not be adopted (missing ones are no error)."""
         ...
 
-    async def sync(self) -> None:
-        """Make every blob stored so far durable (a crash after this keeps them)."""
+    async def sync(self, keys: Sequence[str]) -> None:
+        """Make the blobs at ``keys`` (just adopted) durable: a crash after this keeps them."""
+        ...
+
+    def open_blocking(self, key: str) -> IO[bytes]:
+        """The blob's bytes as a blocking file object, for a worker thread (``NotFound`` when
+        there is none)."""
         ...
 
     async def keys(self, prefix: str, older_than: float) -> list[str]:
@@ -161,10 +167,31 @@ class FileBlobStore:
         if paths:
             await asyncio.to_thread(remove)
 
-    async def sync(self) -> None:
-        """``syncfs`` of the store's filesystem: one flush for every blob just written (an
-        ``fsync`` each costs a journal commit each: seconds for a thousand small files)."""
-        await asyncio.to_thread(_syncfs, self._root)
+    async def sync(self, keys: Sequence[str]) -> None:
+        """A few blobs: ``fsync`` each, and their directories. Many: one ``syncfs`` of the
+        store's filesystem (an ``fsync`` each costs a journal commit each: seconds for a
+        thousand small files)."""
+        paths = [self._path(key) for key in keys]
+
+        def flush() -> None:
+            if len(paths) > _FEW:
+                _syncfs(self._root)
+                return
+            for path in [*paths, *{p.parent for p in paths}]:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+        if paths:
+            await asyncio.to_thread(flush)
+
+    def open_blocking(self, key: str) -> IO[bytes]:
+        try:
+            return open(self._path(key), "rb")
+        except FileNotFoundError as exc:
+            raise NotFound(f"no blob {key!r}") from exc
 
     async def keys(self, prefix: str, older_than: float) -> list[str]:
         base = self._path(prefix)

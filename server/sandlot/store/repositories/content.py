@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, func, insert
+from sqlalchemy import delete, exists, func, insert, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
@@ -21,6 +21,10 @@ from sandlot.store.types import utcnow
 __all__ = ["ContentRepository", "collectible", "delete_collectible", "keys_known", "snapshot_storage"]
 
 _BATCH = 500  # parameters per statement stay far below every driver's limit
+_REFS_PG = text(
+    "INSERT INTO snapshot_blobs (snapshot_id, digest, tenant_id) "
+    "SELECT :s, d, :t FROM unnest(CAST(:d AS varchar[])) AS d"
+)
 
 
 def _batches(values: Sequence[Any], size: int = _BATCH) -> Iterable[Sequence[Any]]:
@@ -57,11 +61,15 @@ class ContentRepository:
         return added
 
     async def add_refs(self, snapshot_id: str, digests: Iterable[str]) -> None:
-        """The snapshot needs these blobs (an ``IntegrityError`` when one is gone)."""
-        rows = [
-            {"snapshot_id": snapshot_id, "digest": d, "tenant_id": self.tenant_id}
-            for d in sorted(set(digests))
-        ]
+        """The snapshot needs these blobs (an ``IntegrityError`` when one is gone). On
+        PostgreSQL one statement whatever their number (the hashes as one array)."""
+        wanted = sorted(set(digests))
+        if not wanted:
+            return
+        if self.session.get_bind().dialect.name == "postgresql":
+            await self.session.execute(_REFS_PG, {"s": snapshot_id, "t": self.tenant_id, "d": wanted})
+            return
+        rows = [{"snapshot_id": snapshot_id, "digest": d, "tenant_id": self.tenant_id} for d in wanted]
         for batch in _batches(rows):
             await self.session.execute(insert(SnapshotBlob), list(batch))
 
