@@ -12,6 +12,7 @@ workspace is taken again relying only on blobs that are there, and the commit is
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Iterable
 
@@ -27,6 +28,8 @@ from sandlot.store.repositories.content import ContentRepository
 from sandlot.store.tables import STORAGE_CONTENT, STORAGE_TAR, Sandbox, Session, Snapshot
 
 __all__ = ["SnapshotCommit"]
+
+log = logging.getLogger(__name__)
 
 _ATTEMPTS = 5
 
@@ -78,6 +81,7 @@ class SnapshotCommit:
                 else:
                     unsure = False
                     return row
+                log.info("a content snapshot %s relied on was collected: taking the workspace again", row.id)
                 usable = await self._present(sess.tenant_id, _needed(taken)) | set(owned)
                 taken = await self._capture.take(box, previous, usable.__contains__)
             raise AssertionError("unreachable")
