@@ -58,8 +58,8 @@ exec xargs -0 -r tar -c -f - --no-recursion
 
 @dataclass(frozen=True, slots=True)
 class Listed:
-    """One entry of a listing (``kind`` as in :mod:`sandlot.runtime.manifest`, or ``other``
-    for FIFOs, sockets and devices, which snapshots leave out)."""
+    """One entry of a listing (``kind`` as in :mod:`sandlot.runtime.manifest`; FIFOs, sockets
+    and devices are left out, as snapshots leave them out)."""
 
     name: str
     kind: str
@@ -108,6 +108,8 @@ def parse_listing(stdout: bytes, stderr: bytes) -> list[Listed] | None:
             if len(fields) != 12 or not raw.startswith(b"./"):
                 return None
             mode = int(fields[0], 16)
+            if _kind(mode) == "other":
+                continue  # FIFOs, sockets, devices: never part of a snapshot
             mtime_ns, ctime_ns = _ns(fields[4], fields[6]), _ns(fields[8], fields[10])
             found.append(
                 Listed(
