@@ -7,6 +7,7 @@ pass the same integration test suite (``tests/integration/runtime``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -29,6 +30,7 @@ __all__ = [
     "SandboxRuntime",
     "SandboxSpec",
     "Usage",
+    "WorkspaceScan",
     "worth_a_look",
 ]
 
@@ -209,6 +211,20 @@ class ProcessStream(Protocol):
         ...
 
 
+class WorkspaceScan(Protocol):
+    """A workspace listed: every entry with its kind, mode, size and change key, without its
+    content (see :mod:`sandlot.runtime.listing`); ``listing`` is None when it may be
+    incomplete (a directory the sandbox user cannot read, an entry gone meanwhile)."""
+
+    listing: list[Listed] | None
+
+    def export(self, names: Sequence[str]) -> AsyncIterator[bytes]:
+        """A workspace archive (or several, one after the other) of the entries ``names``
+        (relative to the workspace) alone, read as the sandbox user; an entry that cannot be
+        read is left out, or the stream fails. At most once per scan."""
+        ...
+
+
 @runtime_checkable
 class SandboxRuntime(Protocol):
     """A place sandboxes run. Every method may raise :class:`RuntimeUnavailable` (the engine
@@ -312,16 +328,9 @@ class SandboxRuntime(Protocol):
         when the size is known to be over)."""
         ...
 
-    async def list_workspace(self, ref: str, workspace: str) -> list[Listed] | None:
-        """Every entry of the workspace with its kind, mode, size and change key, without
-        reading contents (see :mod:`sandlot.runtime.listing`); None when the listing may be
-        incomplete (a directory the sandbox user cannot read, an entry gone meanwhile)."""
-        ...
-
-    def export_paths(self, ref: str, workspace: str, names: Sequence[str]) -> AsyncIterator[bytes]:
-        """A workspace archive (or several, one after the other) of the entries ``names``
-        (relative to the workspace) alone, read as the sandbox user; an entry that cannot be
-        read is left out, or the stream fails."""
+    def scan_workspace(self, ref: str, workspace: str) -> AbstractAsyncContextManager[WorkspaceScan]:
+        """List the workspace (see :class:`WorkspaceScan`), keeping what listed it at hand
+        to export some of its entries until the block ends."""
         ...
 
     async def import_workspace(

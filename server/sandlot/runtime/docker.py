@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiodocker
@@ -34,12 +35,12 @@ from sandlot.runtime.base import (
     OwnedSandbox,
     SandboxSpec,
     Usage,
+    WorkspaceScan,
 )
 from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, container_config
 from sandlot.runtime.docker_reset import CleanSlate
 from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
-from sandlot.runtime.listing import Listed
 from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, LIMIT_COUNTS, STATE_ROOT
 
 __all__ = ["DockerRuntime"]
@@ -362,11 +363,8 @@ class DockerRuntime:
     def export_workspace(self, ref: str, workspace: str, limit: int) -> AsyncIterator[bytes]:
         return docker_files.export_workspace(self, ref, workspace, limit)
 
-    async def list_workspace(self, ref: str, workspace: str) -> list[Listed] | None:
-        return await docker_listing.list_workspace(self, ref, workspace)
-
-    def export_paths(self, ref: str, workspace: str, names: Sequence[str]) -> AsyncIterator[bytes]:
-        return docker_listing.export_paths(self, ref, workspace, names)
+    def scan_workspace(self, ref: str, workspace: str) -> AbstractAsyncContextManager[WorkspaceScan]:
+        return docker_listing.scan_workspace(self, ref, workspace)
 
     async def import_workspace(
         self,

@@ -9,49 +9,51 @@ change again within the same clock tick without its ctime moving: its key is onl
 its ctime lies at least :data:`SETTLE_NS` before a mark the listing makes first (``settled``),
 otherwise it is read again next time (as git does with "racily clean" files).
 
-In a sandbox the listing is a program of ours run as the sandbox user (:data:`LIST_WORKSPACE`):
+In a sandbox the listing is a program of ours run as the sandbox user (:data:`SCAN_WORKSPACE`):
 the names come NUL-separated on stderr and one line of numbers per name on stdout, in the same
 order, so no name (newlines, bytes that are not UTF-8) can break the parsing. Anything amiss (a
 directory it may not read, an entry gone between the two, output cut short) makes the listing
-``None``: the snapshot then reads the whole workspace through the engine instead.
+``None``: the snapshot then reads the whole workspace through the engine instead. The same
+program then exports the entries the snapshot wants to read, by name.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sandlot.runtime.local_tree import entries
+from sandlot.runtime.bridge import produce
+from sandlot.runtime.local_tree import entries, export_tree
 
 __all__ = [
-    "EXPORT_PATHS",
-    "LIST_WORKSPACE",
+    "SCAN_WORKSPACE",
     "SETTLE_NS",
     "Listed",
+    "LocalScan",
     "list_tree",
     "parse_listing",
 ]
 
 SETTLE_NS = 50_000_000  # well beyond a coarse clock tick (1-10 ms)
 
-#: ``sh -c LIST_WORKSPACE sh WORKSPACE STATE_DIR``: the mark's ctime, then the listing (see the
-#: module doc). Exit codes: 20 no workspace, 21 no mark, 22 a directory could not be read.
-LIST_WORKSPACE = r"""
+#: ``sh -c SCAN_WORKSPACE sh WORKSPACE STATE_DIR``, stdin attached. First the listing: on
+#: stdout the mark's ctime, one line of numbers per entry, ``F`` when a directory could not be
+#: read, then ``E``; on stderr the names, NUL-separated, then ``E``. Then it waits for
+#: NUL-separated ``./name``s on stdin and writes a tar of those entries alone on stdout
+#: (several concatenated when there are many), read as the sandbox user, nothing when stdin
+#: closes empty. One program, so a snapshot costs one round trip into the sandbox.
+SCAN_WORKSPACE = r"""
 cd -P -- "$1" || exit 20
 s=$2; mkdir -p "$s" && rm -f "$s/mark" "$s/find-failed" && : > "$s/mark" || exit 21
 stat -c '%Z %z' "$s/mark" || exit 21
 { find . -mindepth 1 -print0 2>/dev/null || : > "$s/find-failed"; } | tee /dev/stderr |
-  xargs -0 -r stat -c '%f %i %s %h %Y %y %Z %z' 2>/dev/null || exit 23
-[ -e "$s/find-failed" ] && exit 22
-exit 0
-"""
-
-#: ``sh -c EXPORT_PATHS sh WORKSPACE`` with NUL-separated ``./name``s on stdin: a tar of those
-#: entries alone (several concatenated when there are many), read as the sandbox user.
-EXPORT_PATHS = r"""
-cd -P -- "$1" || exit 20
+  xargs -0 -r stat -c '%f %i %s %h %Y %y %Z %z' 2>/dev/null || echo F
+[ -e "$s/find-failed" ] && echo F
+printf 'E\0' >&2
+echo E
 exec xargs -0 -r tar -c -f - --no-recursion
 """
 
@@ -150,3 +152,17 @@ def list_tree(host: Path, mark_file: Path) -> list[Listed]:
             )
         )
     return found
+
+
+class LocalScan:
+    """A scan of a workspace on this host (the local runtime's): its listing, and its entries
+    exported by name, by descriptor."""
+
+    def __init__(self, host: Path, listing: list[Listed]) -> None:
+        self.host = host
+        self.listing: list[Listed] | None = listing
+
+    async def export(self, names: Sequence[str]) -> AsyncIterator[bytes]:
+        only = frozenset(names)
+        async for chunk in produce(lambda writer: export_tree(self.host, writer, only)):
+            yield chunk

@@ -32,9 +32,10 @@ from sandlot.runtime.base import (
     OwnedSandbox,
     SandboxSpec,
     Usage,
+    WorkspaceScan,
 )
 from sandlot.runtime.bridge import CHUNK, consume, produce, run_blocking
-from sandlot.runtime.listing import Listed, list_tree
+from sandlot.runtime.listing import LocalScan, list_tree
 from sandlot.runtime.local_bwrap import SANDBOX_STATE, Confinement
 from sandlot.runtime.local_fs import Workspace
 from sandlot.runtime.local_meta import (
@@ -56,7 +57,6 @@ from sandlot.runtime.local_procs import (
     processes_of,
     set_winsize,
 )
-from sandlot.runtime.local_tree import export_tree
 from sandlot.runtime.local_users import claim_uid, release_uid
 from sandlot.runtime.output import CappedBuffer
 
@@ -360,16 +360,11 @@ class LocalRuntime:
                 raise PayloadTooLarge(f"the workspace archive passed {limit} bytes", limit=limit)
             yield chunk
 
-    async def list_workspace(self, ref: str, workspace: str) -> list[Listed] | None:
+    @contextlib.asynccontextmanager
+    async def scan_workspace(self, ref: str, workspace: str) -> AsyncIterator[WorkspaceScan]:
         self._meta(ref)
         host = self._workspace(ref, workspace).host
-        return await run_blocking(list_tree, host, self._dir(ref) / "listing-mark")
-
-    async def export_paths(self, ref: str, workspace: str, names: Sequence[str]) -> AsyncIterator[bytes]:
-        self._meta(ref)
-        host, only = self._workspace(ref, workspace).host, frozenset(names)
-        async for chunk in produce(lambda writer: export_tree(host, writer, only)):
-            yield chunk
+        yield LocalScan(host, await run_blocking(list_tree, host, self._dir(ref) / "listing-mark"))
 
     async def import_workspace(
         self,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 
 from sandlot.domain.errors import DiskFull, InvalidInput, PayloadTooLarge, SandlotError
-from sandlot.runtime.base import SandboxRuntime
+from sandlot.runtime.base import SandboxRuntime, WorkspaceScan
 from sandlot.runtime.bridge import consume
 from sandlot.runtime.capture import Captured, Staged, capture_archive
 from sandlot.runtime.listing import Listed
@@ -111,26 +111,28 @@ class WorkspaceCapture:
         earlier = previous.manifest if previous is not None and previous.storage == STORAGE_CONTENT else None
         known = {i.ref for i in decode(earlier) if i.kind == FILE and ok(i.ref)} if earlier else set()
         cache = {n: i for n, i in stat_cache(earlier, box.id).items() if i.kind != FILE or ok(i.ref)}
-        listing = await self._runtime.list_workspace(box.runtime_ref, box.workspace)
-        if listing is not None and cache:
-            found, wanted = _plan(listing, cache, self._limit)
-            if len(wanted) <= _MOST_NAMED:
-                read = await self._read_named(box, wanted, known)
-                if read is not None:
-                    items = ordered(found + _keyed(read.items, listing))
-                    return Taken(items, read.staged, read=len(read.items))
+        async with self._runtime.scan_workspace(box.runtime_ref, box.workspace) as scan:
+            listing = scan.listing
+            if listing is not None and cache:
+                found, wanted = _plan(listing, cache, self._limit)
+                if len(wanted) <= _MOST_NAMED:
+                    read = await self._read_named(scan, wanted, known)
+                    if read is not None:
+                        items = ordered(found + _keyed(read.items, listing))
+                        return Taken(items, read.staged, read=len(read.items))
         read = await self._read(await self._transfers.export(box), known)
         items = ordered(_keyed(read.items, listing))
         return Taken(items, read.staged, read=len(read.items), read_whole=True)
 
-    async def _read_named(self, box: Sandbox, wanted: list[Listed], known: set[str]) -> Captured | None:
+    async def _read_named(
+        self, scan: WorkspaceScan, wanted: list[Listed], known: set[str]
+    ) -> Captured | None:
         """Read the entries ``wanted`` alone; None when what came is not exactly them (an
         entry unreadable, gone or changed in kind meanwhile): the caller reads everything."""
         if not wanted:
             return Captured()
-        assert box.runtime_ref is not None
         ended: list[bool] = []
-        source = self._runtime.export_paths(box.runtime_ref, box.workspace, [e.name for e in wanted])
+        source = scan.export([e.name for e in wanted])
 
         async def watched() -> AsyncIterator[bytes]:
             async for chunk in source:
