@@ -2,12 +2,15 @@
 
 First the workspace is listed in the sandbox (names, modes, sizes, change keys; no content, see
 :mod:`sandlot.runtime.listing`). When the session's previous snapshot was taken on the same
-sandbox, every entry whose key is unchanged keeps its hash from that snapshot, and only the
-others are read, by name, as the sandbox user. Otherwise (the first snapshot of a sandbox, a
-listing that may be incomplete, most of the workspace changed, the named read failing) the
-whole workspace is read through the engine, as before. Either way every byte read is hashed
-here, on the service's side, never trusted from the sandbox: a hash only ever comes from
-content the service read itself, and only the tenant's own store is consulted.
+sandbox, every entry whose key is unchanged keeps its hash from that snapshot; the others (all
+of them, the first time) are read by name, as the sandbox user, by the program that listed
+them (a tar out of the sandbox's own exec is about six times faster than the engine's archive
+endpoint here: 0.45 s against 3 s for 50 MiB). When that cannot be done (a listing that may be
+incomplete, an entry the sandbox user cannot read, an entry gone or changed in kind
+meanwhile) the whole workspace is read through the engine, which reads everything. Either way
+every byte read is hashed here, on the service's side, never trusted from the sandbox: a hash
+only ever comes from content the service read itself, and only the tenant's own store is
+consulted.
 """
 
 from __future__ import annotations
@@ -29,19 +32,17 @@ from sandlot.store.tables import STORAGE_CONTENT, Sandbox, Snapshot
 
 __all__ = ["Taken", "WorkspaceCapture"]
 
-#: Read by name only up to this many entries; beyond, the whole workspace in one stream.
-_MOST_NAMED = 2000
-
 
 @dataclass
 class Taken:
     """A workspace taken: its items (in order), the contents staged for the store, how many
-    entries were read (their content or target) and whether the whole workspace was."""
+    entries were read (their content or target), and whether through the engine (the whole
+    workspace, when reading by name as the sandbox user could not)."""
 
     items: list[Item]
     staged: dict[str, Staged] = field(default_factory=dict)
     read: int = 0
-    read_whole: bool = False
+    through_engine: bool = False
 
     @property
     def size(self) -> int:
@@ -113,16 +114,15 @@ class WorkspaceCapture:
         cache = {n: i for n, i in stat_cache(earlier, box.id).items() if i.kind != FILE or ok(i.ref)}
         async with self._runtime.scan_workspace(box.runtime_ref, box.workspace) as scan:
             listing = scan.listing
-            if listing is not None and cache:
+            if listing is not None:
                 found, wanted = _plan(listing, cache, self._limit)
-                if len(wanted) <= _MOST_NAMED:
-                    read = await self._read_named(scan, wanted, known)
-                    if read is not None:
-                        items = ordered(found + _keyed(read.items, listing))
-                        return Taken(items, read.staged, read=len(read.items))
+                read = await self._read_named(scan, wanted, known)
+                if read is not None:
+                    items = ordered(found + _keyed(read.items, listing))
+                    return Taken(items, read.staged, read=len(read.items))
         read = await self._read(await self._transfers.export(box), known)
         items = ordered(_keyed(read.items, listing))
-        return Taken(items, read.staged, read=len(read.items), read_whole=True)
+        return Taken(items, read.staged, read=len(read.items), through_engine=True)
 
     async def _read_named(
         self, scan: WorkspaceScan, wanted: list[Listed], known: set[str]

@@ -119,7 +119,7 @@ class SnapshotService:
                 raise
             taken = await capture
             sp.set_attribute("sandlot.entries_read", taken.read)
-            sp.set_attribute("sandlot.read_whole", taken.read_whole)
+            sp.set_attribute("sandlot.through_engine", taken.through_engine)
             return await self._commit.store(
                 sess, box, kind, previous, taken, shell_state, shell_cwd(shell_state)
             )

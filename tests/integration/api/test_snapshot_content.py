@@ -108,7 +108,7 @@ async def test_only_entries_whose_key_changed_are_read_again(api: Api, own: Own)
     assert box is not None
     taken = await own.capture.take(box, previous)
     await own.capture.discard(taken.staged.values())
-    assert taken.read == 1 and not taken.read_whole  # 52 entries, one read
+    assert taken.read == 1 and not taken.through_engine  # 52 entries, one read
     assert len(taken.staged) == 1
     after = await checkpoint(api, s["id"])
     assert after["diff"] == {"added": [], "modified": ["same"], "deleted": []}
