@@ -15,7 +15,9 @@ import contextlib
 import hashlib
 import lzma
 import tarfile
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -29,6 +31,7 @@ __all__ = ["Captured", "Staged", "capture_archive"]
 
 _SMALL = 1 << 20  # files up to this size are hashed in memory before anything is written
 _READ = 1 << 20
+_PENDING = 16  # small contents waiting for the staging thread
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,84 +53,96 @@ class Captured:
     bytes: int = 0
 
 
-class _Reader:
-    def __init__(self, limit: int, captured: Captured) -> None:
-        self.limit = limit
-        self.captured = captured
+class _Writes:
+    """Staging files written by one thread of their own, while the archive goes on being read
+    and hashed (at most :data:`_PENDING` small contents waiting, so memory stays bounded)."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="sandlot-stage")
+        self._pending: deque[Future[None]] = deque()
+
+    def write(self, path: Path, data: bytes) -> None:
+        self._pending.append(self._pool.submit(path.write_bytes, data))  # type: ignore[arg-type]
+        while len(self._pending) > _PENDING:
+            self._pending.popleft().result()
+
+    def finish(self) -> None:
+        """Wait for every write; the first one's error is raised."""
+        try:
+            while self._pending:
+                self._pending.popleft().result()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Capture:
+    """One archive being read: its limit, the contents known, where new ones are staged."""
+
+    def __init__(self, captured: Captured, limit: int, known: set[str], stage: Callable[[], Path]) -> None:
+        self.captured, self.limit, self.known, self.stage = captured, limit, known, stage
+        self.writes = _Writes()
+        self.files: dict[str, Item] = {}
 
     def count(self, n: int) -> None:
         self.captured.bytes += n
         if self.captured.bytes > self.limit:
             raise PayloadTooLarge(f"the workspace holds more than {self.limit} bytes", limit=self.limit)
 
+    def new(self, digest: str) -> bool:
+        return digest not in self.known and digest not in self.captured.staged
 
-def _store(
-    handle: IO[bytes],
-    size: int,
-    reader: _Reader,
-    known: set[str],
-    stage: Callable[[], Path],
-) -> str:
-    """Hash a member's ``size`` bytes from ``handle``; stage them unless their hash is known."""
-    captured = reader.captured
-    digest = hashlib.sha256()
-    if size <= _SMALL:
-        data = handle.read(size)
-        reader.count(len(data))
-        digest.update(data)
-        hexed = digest.hexdigest()
-        if hexed not in known and hexed not in captured.staged:
-            path = stage()
+    def store(self, handle: IO[bytes], size: int) -> str:
+        """Hash a member's ``size`` bytes; stage them unless their hash is known."""
+        digest = hashlib.sha256()
+        if size <= _SMALL:
+            data = handle.read(size)
+            self.count(len(data))
+            digest.update(data)
+            hexed = digest.hexdigest()
+            if self.new(hexed):
+                path = self.stage()
+                self.captured.staged[hexed] = Staged(hexed, len(data), path)
+                self.writes.write(path, data)
+            return hexed
+        path = self.stage()
+        try:
             with open(path, "wb") as out:
-                out.write(data)
-            captured.staged[hexed] = Staged(hexed, len(data), path)
+                while chunk := handle.read(_READ):
+                    self.count(len(chunk))
+                    digest.update(chunk)
+                    out.write(chunk)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        hexed = digest.hexdigest()
+        if self.new(hexed):
+            self.captured.staged[hexed] = Staged(hexed, size, path)
+        else:
+            path.unlink(missing_ok=True)
         return hexed
-    path = stage()
-    try:
-        with open(path, "wb") as out:
-            while chunk := handle.read(_READ):
-                reader.count(len(chunk))
-                digest.update(chunk)
-                out.write(chunk)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    hexed = digest.hexdigest()
-    if hexed in known or hexed in captured.staged:
-        path.unlink(missing_ok=True)
-    else:
-        captured.staged[hexed] = Staged(hexed, size, path)
-    return hexed
 
-
-def _member(
-    member: tarfile.TarInfo,
-    tar: tarfile.TarFile,
-    reader: _Reader,
-    known: set[str],
-    stage: Callable[[], Path],
-    files: dict[str, Item],
-) -> Item | None:
-    name = clean_name(member.name)
-    if name is None:
-        return None
-    mode, mtime = member.mode & 0o777, clamp_mtime(member.mtime)
-    if member.isreg():
-        handle = tar.extractfile(member)
-        assert handle is not None
-        digest = _store(handle, member.size, reader, known, stage)
-        item = files[name] = Item(name, FILE, mode, member.size, digest, mtime)
-        return item
-    if member.isdir():
-        return Item(name, DIR, mode, 0, "", mtime)
-    if member.issym():
-        return Item(name, LINK, 0o777, 0, member.linkname, mtime)
-    if member.islnk():  # a file's other name: the same content
-        target = files.get(clean_name(member.linkname) or "")
-        if target is None:
-            raise InvalidInput(f"archive member {name[:200]!r}: a hard link to no earlier file")
-        return Item(name, FILE, target.mode, target.size, target.ref, target.mtime)
-    return None  # FIFOs, sockets, devices: not part of a snapshot
+    def member(self, member: tarfile.TarInfo, tar: tarfile.TarFile) -> Item | None:
+        name = clean_name(member.name)
+        if name is None:
+            return None
+        mode, mtime = member.mode & 0o777, clamp_mtime(member.mtime)
+        if member.isreg():
+            handle = tar.extractfile(member)
+            assert handle is not None
+            item = self.files[name] = Item(
+                name, FILE, mode, member.size, self.store(handle, member.size), mtime
+            )
+            return item
+        if member.isdir():
+            return Item(name, DIR, mode, 0, "", mtime)
+        if member.issym():
+            return Item(name, LINK, 0o777, 0, member.linkname, mtime)
+        if member.islnk():  # a file's other name: the same content
+            target = self.files.get(clean_name(member.linkname) or "")
+            if target is None:
+                raise InvalidInput(f"archive member {name[:200]!r}: a hard link to no earlier file")
+            return Item(name, FILE, target.mode, target.size, target.ref, target.mtime)
+        return None  # FIFOs, sockets, devices: not part of a snapshot
 
 
 def capture_archive(
@@ -141,14 +156,14 @@ def capture_archive(
     """Read the workspace archive (or several concatenated) from ``reader`` into ``captured``:
     its items, and staging files (named by ``stage()``) for contents not in ``known``."""
     budget = limit + limit // 4 + HEADER_ALLOWANCE
-    counted = _Reader(limit, captured)
-    files: dict[str, Item] = {}
+    work = _Capture(captured, limit, known, stage)
     try:
         with contextlib.closing(open_bounded(reader, budget, ignore_zeros=True)) as tar:
             for member in tar:
-                item = _member(member, tar, counted, known, stage, files)
+                item = work.member(member, tar)
                 if item is not None:
                     captured.items.append(item)
+        work.writes.finish()
     except tarfile.TarError as exc:
         raise InvalidInput(f"not a valid workspace archive: {exc}", field="archive") from exc
     except (EOFError, OSError, lzma.LZMAError, ValueError, OverflowError) as exc:
@@ -157,3 +172,6 @@ def capture_archive(
         ):
             raise  # a pipe given up, or the staging disk (its caller knows a full one)
         raise InvalidInput(f"not a valid workspace archive: {exc}", field="archive") from exc
+    finally:
+        with contextlib.suppress(Exception):
+            work.writes.finish()  # nothing is left writing once this returns

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, exists, func, insert, text
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 
@@ -21,6 +21,12 @@ from sandlot.store.types import utcnow
 __all__ = ["ContentRepository", "collectible", "delete_collectible", "keys_known", "snapshot_storage"]
 
 _BATCH = 500  # parameters per statement stay far below every driver's limit
+_BLOBS_PG = text(
+    "INSERT INTO content_blobs (tenant_id, digest, size_bytes, blob_key, created_at) "
+    "SELECT :t, d, s, k, CAST(:at AS timestamptz) "
+    "FROM unnest(CAST(:d AS varchar[]), CAST(:s AS bigint[]), CAST(:k AS varchar[])) AS u(d, s, k) "
+    "ON CONFLICT DO NOTHING RETURNING digest"
+)
 _REFS_PG = text(
     "INSERT INTO snapshot_blobs (snapshot_id, digest, tenant_id) "
     "SELECT :s, d, :t FROM unnest(CAST(:d AS varchar[])) AS d"
@@ -42,8 +48,15 @@ class ContentRepository:
     async def add_blobs(self, blobs: Sequence[tuple[str, int, str]]) -> set[str]:
         """Record blobs (hash, size, key); the hashes recorded by this call (a hash another
         snapshot recorded first keeps its row, and the caller removes its own copy)."""
+        if not blobs:
+            return set()
+        if self.session.get_bind().dialect.name == "postgresql":  # one statement, three arrays
+            digests, sizes, keys = (list(column) for column in zip(*blobs, strict=True))
+            found = await self.session.execute(
+                _BLOBS_PG, {"t": self.tenant_id, "d": digests, "s": sizes, "k": keys, "at": utcnow()}
+            )
+            return set(found.scalars())
         table: Any = ContentBlob.__table__  # type: ignore[attr-defined]
-        dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
         added: set[str] = set()
         for batch in _batches(blobs):
             rows = [
@@ -56,7 +69,7 @@ class ContentRepository:
                 }
                 for d, s, k in batch
             ]
-            statement = dialect.insert(table).values(rows).on_conflict_do_nothing().returning(table.c.digest)
+            statement = sqlite.insert(table).values(rows).on_conflict_do_nothing().returning(table.c.digest)
             added.update((await self.session.execute(statement)).scalars())
         return added
 
