@@ -14,6 +14,7 @@ import aiohttp
 from aiodocker.stream import Stream
 
 from sandlot.domain.errors import InvalidInput, RuntimeUnavailable, SandboxStateError, SandlotError
+from sandlot.runtime.bridge import gathered
 
 __all__ = ["ExecStream", "PtyExecStream", "engine", "engine_error", "send_stdin"]
 
@@ -21,7 +22,6 @@ log = logging.getLogger(__name__)
 
 # aiodocker asserts its transport is there when writing; after the container died it is not
 _WRITE_FAILED = (RuntimeError, OSError, AssertionError, aiohttp.ClientError, aiodocker.DockerError)
-_WRITE = 1 << 20  # bytes per write into an exec's stdin
 _GONE = ("no such container", "is not running", "is paused", "is restarting", "is dead", "removal")
 
 
@@ -140,7 +140,7 @@ async def send_stdin(stream: Stream, data: bytes | AsyncIterable[bytes]) -> None
     short input and ends, and is raised."""
     chunks = _one(data) if isinstance(data, bytes) else data
     try:
-        async for chunk in _gathered(chunks):
+        async for chunk in gathered(chunks):  # few large writes: 50 MiB in 0.55 s, not 1 s
             try:
                 await stream.write_in(chunk)
             except _WRITE_FAILED as exc:
@@ -153,19 +153,3 @@ async def send_stdin(stream: Stream, data: bytes | AsyncIterable[bytes]) -> None
 
 async def _one(data: bytes) -> AsyncIterator[bytes]:
     yield data
-
-
-async def _gathered(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    """``chunks`` joined into writes of about :data:`_WRITE` bytes: the engine moves a stream
-    of few large writes into a container about twice as fast as one of many 64 KiB ones
-    (50 MiB: 0.55 s against 1 s)."""
-    pending: list[bytes] = []
-    size = 0
-    async for chunk in chunks:
-        pending.append(chunk)
-        size += len(chunk)
-        if size >= _WRITE:
-            yield b"".join(pending)
-            pending, size = [], 0
-    if size:
-        yield b"".join(pending)

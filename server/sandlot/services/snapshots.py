@@ -30,7 +30,7 @@ from sandlot.domain.status import SESSION_SUSPENDED
 from sandlot.observability.tracing import span
 from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
-from sandlot.runtime.bridge import produce
+from sandlot.runtime.bridge import BULK, produce
 from sandlot.runtime.manifest import FILE, content_archive, decode
 from sandlot.runtime.shell import shell_state_dir
 from sandlot.services.accounts import Principal
@@ -152,7 +152,7 @@ class SnapshotService:
             opener = lambda digest: blobs.open_blocking(keys[digest])  # noqa: E731
             content_archive(items, opener, writer, limit=limit, report=report)
 
-        return produce(write)
+        return produce(write, piece=BULK)
 
     async def export_live(self, sess: Session, box: Sandbox) -> AsyncIterator[bytes]:
         """The workspace as it is now, as a workspace archive stream, without storing it."""
