@@ -97,7 +97,8 @@ async def one_round(http, docker: aiodocker.Docker, figures: dict[str, list[floa
     got = (await call(http, "POST", f"/v1/sessions/{copy}/features/shell/run", {"command": HASHES}))[1]
     assert got["stdout"] == expected, "the hydrated workspace differs"
     await call(http, "DELETE", f"/v1/sessions/{copy}")
-    for c in await docker.containers.list(all=True, filters={"label": [f"dev.sandlot.sandbox={s['sandbox_id']}"]}):
+    label = f"dev.sandlot.sandbox={s['sandbox_id']}"
+    for c in await docker.containers.list(all=True, filters={"label": [label]}):
         await c.delete(force=True)
     ms, body = await timed(http, "POST", f"/v1/sessions/{sid}/resume")
     assert body["how"] == "hydrated", body  # type: ignore[index]
