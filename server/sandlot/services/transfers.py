@@ -153,7 +153,7 @@ class Transfers:
         return report
 
     async def restore(self, box: Sandbox, chunks: AsyncIterable[bytes]) -> ArchiveReport:
-        """Unpack a snapshot of a workspace into ``box``'s empty workspace."""
+        """Unpack a tar snapshot (made by older versions) into ``box``'s empty workspace."""
         assert box.runtime_ref is not None
         report = ArchiveReport()
         limit = self._settings.max_snapshot_bytes
