@@ -5,29 +5,30 @@ and deleted beside it."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import random
+import re
 import secrets
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import asyncpg
+import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from sandlot.app import create_app
 from sandlot.services.snapshot_gc import SnapshotCollector
-from sandlot.settings import Settings
 from sandlot.store.blobs import FileBlobStore
 from sandlot.store.engine import make_engine, make_sessionmaker
 from sandlot.store.repositories import SessionRepository
 from tests.conftest import INSTANCE
 from tests.integration.api.conftest import Own, checkpoint, state, tenant_id
 from tests.integration.conftest import Api, NewTenant
+from tests.integration.servers import Server
 
 ROUNDS = 24
 ROUNDS_WITHIN = 150.0  # seconds: the rounds stop here even if not all ran
@@ -105,35 +106,39 @@ async def test_collection_takes_only_what_no_snapshot_needs(api: Api, pg_url: st
 
 
 @pytest.fixture
-async def eager_client(pg_url: str, tmp_path: Path) -> AsyncIterator[AsyncTestClient]:
-    """An app of its own whose collection runs every 50 ms with no grace period."""
-    settings = Settings(
-        database_url=pg_url,
-        runtime="docker",
-        instance=f"{INSTANCE}-gc-{secrets.token_hex(2)}",
-        data_dir=tmp_path / "data",
-        bootstrap_operator_key=False,
-        reconcile_on_start=False,
-        snapshot_gc_interval=0.05,
-        snapshot_gc_grace_seconds=0,
-    )
-    async with AsyncTestClient(create_app(settings), timeout=120) as c:
-        yield c
+def eager_server(pg_url: str, tmp_path: Path) -> Iterator[Server]:
+    """A real ``sandlot serve`` (requests truly concurrent) whose collection runs every 50 ms
+    with no grace period."""
+    settings = {
+        "SANDLOT_DATABASE_URL": pg_url,
+        "SANDLOT_RUNTIME": "docker",
+        "SANDLOT_INSTANCE": f"{INSTANCE}-gc-{secrets.token_hex(2)}",
+        "SANDLOT_DATA_DIR": str(tmp_path / "data"),
+        "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+        "SANDLOT_RECONCILE_ON_START": "false",
+        "SANDLOT_SNAPSHOT_GC_INTERVAL": "0.05",
+        "SANDLOT_SNAPSHOT_GC_GRACE_SECONDS": "0",
+    }
+    with Server(settings, tmp_path / "server.log") as server:
+        yield server
 
 
 async def _round(
     api: Api, sid: str, n: int, previous: str | None, rng: random.Random
 ) -> tuple[str | None, bytes, bool]:
-    """Change a few files, checkpoint, and (most rounds) delete the previous checkpoint while
+    """Change some files, checkpoint, and (most rounds) delete the previous checkpoint while
     it is being taken: (the new checkpoint's id or None, the workspace's state it should hold,
-    whether the previous one was deleted)."""
+    whether the previous one was deleted). Three files change and stay: the next checkpoint
+    relies on their contents, which only the checkpoint deleted under it holds; the hot ones
+    change every round (garbage each round)."""
     change = f"for i in {n * 3 % 120} {(n * 3 + 1) % 120} {(n * 3 + 2) % 120}; do echo {n}-$i > f$i; done"
-    assert (await api.sh(sid, f"{change}; echo {n} > new{n}"))["exit_code"] == 0
+    change += f"; for i in 0 1 2 3 4; do echo {n}-$i > hot$i; done; echo {n} > new{n}"
+    assert (await api.sh(sid, f"{change}; sleep 0.2"))["exit_code"] == 0  # settled: runtime/listing
     hashes = await state(api, sid)
     taking = asyncio.ensure_future(api.client.post(f"/v1/sessions/{sid}/checkpoints", headers=api.h))
     deleted = False
     if previous is not None and n % 4 != 3:
-        await asyncio.sleep(rng.uniform(0, 0.3))
+        await asyncio.sleep(rng.uniform(0.02, 0.25))
         resp = await api.client.delete(f"/v1/snapshots/{previous}", headers=api.h)
         assert resp.status_code == 204, resp.text
         deleted = True
@@ -142,70 +147,67 @@ async def _round(
     return (resp.json()["id"] if resp.status_code == 201 else None), hashes, deleted
 
 
-@pytest.mark.timeout(600)
-async def test_collection_never_takes_what_a_snapshot_being_taken_needs(
-    eager_client: AsyncTestClient,
-    new_tenant: NewTenant,
-    pg_url: str,
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO, logger="sandlot.services.snapshot_commit")
-    api = Api(eager_client, await new_tenant())
-    env = await api.env(pool_size=0)
-    s = await api.session(env["name"])
-    make = "i=0; while [ $i -lt 120 ]; do head -c 8192 /dev/urandom > f$i; i=$((i+1)); done"
-    assert (await api.sh(s["id"], make))["exit_code"] == 0
-    ours, engine = await collector(pg_url, tmp_path / "data" / "blobs", grace=0)
-    stop = asyncio.Event()
-    collected = 0
-
-    async def collect_all_the_time() -> None:
-        nonlocal collected
-        while not stop.is_set():
-            collected += (await ours.collect()).blobs
-            await asyncio.sleep(0)
-
-    sweeper = asyncio.ensure_future(collect_all_the_time())
-    seed = secrets.randbits(32)
+async def _rounds(api: Api, sid: str, seed: int) -> tuple[dict[str, bytes], int]:
+    """The rounds (bounded in number and time): the checkpoints kept (id -> the workspace's
+    state), and how many were deleted."""
     rng, acked, previous, deletions = random.Random(seed), dict[str, bytes](), None, 0
     deadline = time.monotonic() + ROUNDS_WITHIN
-    try:
-        for n in range(ROUNDS):
-            if time.monotonic() > deadline:
-                break
-            made, hashes, deleted = await _round(api, s["id"], n, previous, rng)
-            if deleted:
-                acked.pop(previous, None)
-                previous = None
-                deletions += 1
-            if made is not None:
-                acked[made] = hashes
-                previous = made
-        stop.set()
-        await sweeper
-        await ours.collect()  # whatever the last deletion left
-    finally:
-        stop.set()
-        sweeper.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+    for n in range(ROUNDS):
+        if time.monotonic() > deadline:
+            break
+        made, hashes, deleted = await _round(api, sid, n, previous, rng)
+        if deleted:
+            acked.pop(previous or "", None)
+            previous = None
+            deletions += 1
+        if made is not None:
+            acked[made] = hashes
+            previous = made
+    return acked, deletions
+
+
+@pytest.mark.timeout(600)
+async def test_collection_never_takes_what_a_snapshot_being_taken_needs(
+    eager_server: Server, new_tenant: NewTenant, pg_url: str, tmp_path: Path
+) -> None:
+    async with httpx.AsyncClient(base_url=eager_server.url, timeout=120) as http:
+        api = Api(cast(AsyncTestClient, http), await new_tenant())
+        env = await api.env(pool_size=0)
+        s = await api.session(env["name"])
+        make = "i=0; while [ $i -lt 120 ]; do head -c 8192 /dev/urandom > f$i; i=$((i+1)); done"
+        assert (await api.sh(s["id"], make))["exit_code"] == 0
+        ours, engine = await collector(pg_url, tmp_path / "data" / "blobs", grace=0)
+        stop = asyncio.Event()
+
+        async def collect_all_the_time() -> None:  # beside the server's own, every 50 ms
+            while not stop.is_set():
+                await ours.collect()
+                await asyncio.sleep(0.01)
+
+        sweeper = asyncio.ensure_future(collect_all_the_time())
+        seed = secrets.randbits(32)
+        try:
+            acked, deletions = await _rounds(api, s["id"], seed)
+        finally:
+            stop.set()
             await sweeper
+        await ours.collect()  # whatever the last deletion left
         await engine.dispose()
-    retried = sum("taking the workspace again" in r.getMessage() for r in caplog.records)
-    print(
-        f"seed {seed}: {len(acked)} kept, {deletions} deleted, {collected} collected here, {retried} retries"
-    )
-    assert len(acked) >= 5 and deletions >= 5
-    tenant = await tenant_id(api)
-    rows = await rows_of(pg_url, tenant)
-    for key in rows.values():
-        assert (tmp_path / "data" / "blobs" / key).is_file(), key
-    assert set(rows) == await referenced(pg_url, tenant)  # what deleted snapshots alone held is gone
-    for snapshot_id, hashes in acked.items():  # every acknowledged checkpoint, byte for byte
-        copy = await api.session(env["name"], snapshot_id=snapshot_id)
-        assert await state(api, copy["id"]) == hashes, snapshot_id
-        await api.end(copy["id"])
-    await api.end(s["id"])
+        log = (tmp_path / "server.log").read_text(errors="replace")
+        gone = sum(int(n) for n in re.findall(r"snapshot contents collected: (\d+) blobs", log))
+        retried = log.count("taking the workspace again")
+        print(f"seed {seed}: {len(acked)} kept, {deletions} deleted, {gone} collected, {retried} retried")
+        assert len(acked) >= 5 and deletions >= 5 and gone > 0
+        tenant = await tenant_id(api)
+        rows = await rows_of(pg_url, tenant)
+        for key in rows.values():
+            assert (tmp_path / "data" / "blobs" / key).is_file(), key
+        assert set(rows) == await referenced(pg_url, tenant)  # what deleted snapshots alone held is gone
+        for snapshot_id, hashes in acked.items():  # every acknowledged checkpoint, byte for byte
+            copy = await api.session(env["name"], snapshot_id=snapshot_id)
+            assert await state(api, copy["id"]) == hashes, snapshot_id
+            await api.end(copy["id"])
+        await api.end(s["id"])
 
 
 async def test_a_content_collected_under_a_snapshot_being_committed_is_stored_again(
