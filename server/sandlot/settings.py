@@ -193,6 +193,20 @@ class Settings(BaseSettings):
     reconcile_interval: float = Field(
         default=15.0, gt=0, description="Seconds between reconciliation rounds."
     )
+    snapshot_gc_enabled: bool = Field(
+        default=True,
+        description="Collect snapshot contents no snapshot needs any more (their snapshots deleted) "
+        "and files a failed snapshot left behind.",
+    )
+    snapshot_gc_interval: float = Field(
+        default=300.0, gt=0, description="Seconds between collections of snapshot contents."
+    )
+    snapshot_gc_grace_seconds: float = Field(
+        default=3600.0,
+        ge=0,
+        description="A content no snapshot needs is collected once it was stored this long ago "
+        "(a file no row names: this long and at least an hour).",
+    )
 
     # -- auth ------------------------------------------------------------------------------
     auth_cache_seconds: float = Field(

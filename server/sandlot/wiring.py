@@ -38,6 +38,7 @@ from sandlot.services.processes import ProcessService
 from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
+from sandlot.services.snapshot_gc import SnapshotCollector
 from sandlot.services.snapshots import SnapshotService
 from sandlot.services.tenants import TenantService
 from sandlot.services.terminals import TerminalService
@@ -118,6 +119,13 @@ async def _runtime(
     return rt
 
 
+async def _blob_store(settings: Settings) -> FileBlobStore:
+    """Blobs under the data directory, without the partial ones a crash left."""
+    blobs = FileBlobStore(settings.data_dir / "blobs")
+    await blobs.clean_partial()
+    return blobs
+
+
 async def _services(
     settings: Settings,
     engine: AsyncEngine,
@@ -136,8 +144,7 @@ async def _services(
     sandboxes = SandboxService(sessions, rt, settings, transfers, metrics)
     environments = EnvironmentService(sessions, registry, reads, allowed_users=settings.exec_users_allowed)
     pools = PoolService(engine, sessions, sandboxes, environments, shells)
-    blobs = FileBlobStore(settings.data_dir / "blobs")
-    await blobs.clean_partial()
+    blobs = await _blob_store(settings)
     snapshots = SnapshotService(sessions, blobs, rt, settings, transfers)
     assets = AssetService(sessions, blobs, transfers)
     session_service = SessionService(
@@ -164,6 +171,7 @@ async def _services(
         sessions=session_service,
         processes=ProcessService(sessions, session_service, rt, settings),
         snapshots=snapshots,
+        collector=SnapshotCollector(sessions, blobs, grace_seconds=settings.snapshot_gc_grace_seconds),
         assets=assets,
         terminals=TerminalService(accounts, sandboxes, session_service),
         health=health,
@@ -196,11 +204,17 @@ def _loops(
             if lead:
                 await reconciler.run()
 
+    async def collect() -> None:
+        async with leader(engine, "snapshot-gc") as lead:
+            if lead:
+                await services.collector.collect()
+
     s = settings
     work: list[tuple[str, Callable[[], Awaitable[object]], float, bool]] = [
         ("reaper", reap, s.reaper_interval, s.reaper_enabled),
         ("reconcile", reconcile, s.reconcile_interval, s.reconcile_enabled),
         ("pools", services.pools.housekeep_all, s.pool_interval, s.pool_enabled),
+        ("snapshot-gc", collect, s.snapshot_gc_interval, s.snapshot_gc_enabled),
         ("activities", recorder.flush, s.activity_flush_interval, True),
         ("audit", services.audit.flush, s.activity_flush_interval, True),
     ]

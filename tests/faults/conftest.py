@@ -139,11 +139,14 @@ def partial_blobs(blobs: Path) -> list[Path]:
 
 
 async def assert_blobs_whole(db_url: str, blobs: Path) -> None:
-    """No partial blob, and every snapshot row's blob is there, whole."""
+    """No partial blob, and every blob a snapshot row needs is there, whole: a tar snapshot's
+    own blob, and every content blob (the references' foreign key makes every content a
+    snapshot names a row of ``content_blobs``)."""
     assert not await asyncio.to_thread(partial_blobs, blobs)
     conn = await asyncpg.connect(db_url)
     try:
-        rows = await conn.fetch("SELECT blob_key, size_bytes FROM snapshots")
+        rows = await conn.fetch("SELECT blob_key, size_bytes FROM snapshots WHERE storage = 'tar'")
+        rows += await conn.fetch("SELECT blob_key, size_bytes FROM content_blobs")
     finally:
         await conn.close()
     for row in rows:

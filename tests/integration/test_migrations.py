@@ -28,6 +28,8 @@ TABLES = {
     "activities",
     "processes",
     "snapshots",
+    "content_blobs",
+    "snapshot_blobs",
     "assets",
     "audit_events",
     "rate_buckets",

@@ -23,6 +23,7 @@ from sandlot.services.pools import PoolService
 from sandlot.services.processes import ProcessService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
+from sandlot.services.snapshot_gc import SnapshotCollector
 from sandlot.services.snapshots import SnapshotService
 from sandlot.services.tenants import TenantService
 from sandlot.services.terminals import TerminalService
@@ -57,6 +58,7 @@ class Services:
     sessions: SessionService
     processes: ProcessService
     snapshots: SnapshotService
+    collector: SnapshotCollector
     assets: AssetService
     terminals: TerminalService
     health: HealthService

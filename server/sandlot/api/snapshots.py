@@ -1,9 +1,10 @@
-"""Snapshots: a checkpoint's metadata and diff, and its workspace as a tar (checkpoints are
-taken, listed and restored through their session, in :mod:`sandlot.api.sessions`)."""
+"""Snapshots: a checkpoint's metadata and diff, its workspace as a tar, and deleting it
+(checkpoints are taken, listed and restored through their session, in
+:mod:`sandlot.api.sessions`)."""
 
 from __future__ import annotations
 
-from litestar import Controller, get
+from litestar import Controller, delete, get
 from litestar.params import FromPath
 from litestar.response import Stream
 
@@ -39,3 +40,13 @@ class SnapshotController(Controller):
             media_type="application/x-tar",
             headers={"Content-Disposition": f'attachment; filename="{snapshot_id}.tar"'},
         )
+
+    @delete(
+        "/{snapshot_id:str}",
+        summary="Delete a snapshot (its contents go once no other snapshot needs them)",
+        responses=problems(404, 409),
+    )
+    async def delete_snapshot(
+        self, snapshot_id: FromPath[str], services: ServicesDep, principal: PrincipalDep
+    ) -> None:
+        await services.snapshots.delete(principal, snapshot_id)

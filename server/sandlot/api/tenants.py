@@ -75,7 +75,8 @@ class TenantUsageOut(Out):
     cpus: float
     disk_mb: int
     sessions: int
-    snapshot_bytes: int
+    snapshot_bytes: int = Field(description="What its snapshots keep: each file content once")
+    snapshot_blobs: int = Field(description="Distinct file contents (and older tar snapshots) kept")
 
 
 class KeyCreate(In):

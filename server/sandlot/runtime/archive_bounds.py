@@ -89,8 +89,10 @@ def decompressed(reader: IO[bytes]) -> IO[bytes]:
     return cast(IO[bytes], opened)
 
 
-def open_bounded(reader: IO[bytes], budget: int) -> tarfile.TarFile:
+def open_bounded(reader: IO[bytes], budget: int, *, ignore_zeros: bool = False) -> tarfile.TarFile:
     """A tar stream read from ``reader`` (any compression) through all the bounds above: at
-    most ``budget`` decompressed bytes, headers bounded, no sparse files. The caller closes it."""
+    most ``budget`` decompressed bytes, headers bounded, no sparse files. ``ignore_zeros``:
+    read on past end-of-archive blocks (several archives one after the other). The caller
+    closes it."""
     source = io.BufferedReader(Budget(decompressed(reader), budget), 1 << 16)
-    return tarfile.open(fileobj=source, mode="r|", tarinfo=BoundedInfo)
+    return tarfile.open(fileobj=source, mode="r|", tarinfo=BoundedInfo, ignore_zeros=ignore_zeros)

@@ -36,11 +36,16 @@ from sandlot.runtime.archive_bounds import open_bounded
 __all__ = [
     "MAX_MEMBERS",
     "SANDBOX_UID",
+    "TAR_FORMAT",
     "ArchiveReport",
+    "LinkTree",
     "Manifest",
     "check_archive",
+    "clamp_mtime",
+    "clean_name",
     "diff",
     "manifest",
+    "note_parent",
     "strip_first_component",
     "tar_directory",
 ]
@@ -51,7 +56,7 @@ MAX_DEPTH = 256  # components of a member's name
 MAX_PARENT_BYTES = 64 << 20  # the names of the directories members go into, all together
 HEADER_ALLOWANCE = 64 << 20  # decompressed bytes beyond the content limit an archive may have
 _MAX_NAME = 4096
-_FORMAT = tarfile.GNU_FORMAT  # long and non-UTF-8 names both ways, busybox and GNU tar alike
+TAR_FORMAT = tarfile.GNU_FORMAT  # long and non-UTF-8 names both ways, busybox and GNU tar alike
 
 Manifest = dict[str, list[Any]]
 
@@ -77,7 +82,7 @@ def _bad(message: str, name: str) -> InvalidInput:
     return InvalidInput(f"archive member {name!r}: {message}", field="archive", member=name[:200])
 
 
-def _clean(raw: str) -> str | None:
+def clean_name(raw: str) -> str | None:
     """The member name relative to the workspace, or None for the workspace itself."""
     name = raw
     while name.startswith("./"):
@@ -115,7 +120,7 @@ def _key(name: str) -> bytes:
     return hashlib.blake2b(name.encode("utf-8", "surrogateescape"), digest_size=16).digest()
 
 
-class _Links:
+class LinkTree:
     """The archive's links as a tree of name components, so whether a member lies under one
     costs one dictionary step per component of its name."""
 
@@ -162,7 +167,7 @@ class _Counted:
         return chunk
 
 
-def _mtime(value: Any) -> int:
+def clamp_mtime(value: Any) -> int:
     try:
         stamp = int(value)
     except (TypeError, ValueError, OverflowError):
@@ -185,7 +190,7 @@ def check_archive(
     outside and special files; otherwise (restoring a snapshot of the sandbox's own workspace)
     keep every link and skip special files. See the module doc."""
     if prefix:
-        _note_parent(report, prefix)
+        note_parent(report, prefix)
     budget = limit + limit // 4 + HEADER_ALLOWANCE  # the content's limit, and room for headers
     try:
         src = open_bounded(reader, budget)
@@ -194,7 +199,7 @@ def check_archive(
             raise
         raise InvalidInput(f"not a tar archive: {exc}", field="archive") from exc
     try:
-        with src, tarfile.open(fileobj=writer, mode="w|", format=_FORMAT) as dst:
+        with src, tarfile.open(fileobj=writer, mode="w|", format=TAR_FORMAT) as dst:
             copier = _Copier(src, dst, limit=limit, strict=strict, report=report, prefix=prefix)
             for member in src:
                 copier.copy(member)
@@ -223,12 +228,12 @@ class _Copier:
     ) -> None:
         self._src, self._dst = src, dst
         self._limit, self._strict, self._report, self._prefix = limit, strict, report, prefix
-        self._links = _Links()
+        self._links = LinkTree()
         self._files: set[bytes] = set()
 
     def copy(self, member: tarfile.TarInfo) -> None:
         """Check ``member``'s name and place, then write it (or skip it, see :meth:`_write`)."""
-        name = _clean(member.name)
+        name = clean_name(member.name)
         if name is None:
             return
         report = self._report
@@ -241,11 +246,11 @@ class _Copier:
                 f"archive member {name!r} lies under the link {under!r}", path=name[:200]
             )
         out = tarfile.TarInfo(f"{self._prefix}/{name}" if self._prefix else name)
-        out.mtime, out.uid, out.gid = _mtime(member.mtime), SANDBOX_UID, SANDBOX_UID
+        out.mtime, out.uid, out.gid = clamp_mtime(member.mtime), SANDBOX_UID, SANDBOX_UID
         if not self._write(member, name, out):
             report.members -= 1
             return
-        _note_parent(report, _parent(out.name))
+        note_parent(report, _parent(out.name))
 
     def _write(self, member: tarfile.TarInfo, name: str, out: tarfile.TarInfo) -> bool:
         """Write ``member`` as ``out`` by its kind, with that kind's checks. False when it was
@@ -273,7 +278,7 @@ class _Copier:
             self._links.add(name)
             self._dst.addfile(out)
         elif member.islnk():
-            target = _clean(member.linkname)
+            target = clean_name(member.linkname)
             if target is None or _key(target) not in self._files:
                 raise _bad("a hard link must name an earlier file of the archive", name)
             target = f"{self._prefix}/{target}" if self._prefix else target
@@ -286,7 +291,7 @@ class _Copier:
         return True
 
 
-def _note_parent(report: ArchiveReport, parent: str) -> None:
+def note_parent(report: ArchiveReport, parent: str) -> None:
     """Keep the directory a member goes into (for the runtime's check of links on disk),
     within a bound on the names kept."""
     if not parent or parent in report.parents:
@@ -302,7 +307,7 @@ def strip_first_component(reader: IO[bytes], writer: IO[bytes]) -> None:
     dropping the directory itself and special files (FIFOs, devices, sockets)."""
     with (
         tarfile.open(fileobj=reader, mode="r|") as src,
-        tarfile.open(fileobj=writer, mode="w|", format=_FORMAT) as dst,
+        tarfile.open(fileobj=writer, mode="w|", format=TAR_FORMAT) as dst,
     ):
         for member in src:
             _, sep, rest = member.name.partition("/")
@@ -320,7 +325,7 @@ def strip_first_component(reader: IO[bytes], writer: IO[bytes]) -> None:
 
 def tar_directory(root: Path, writer: IO[bytes]) -> None:
     """A workspace archive of a host directory (the local runtime's workspaces), streamed."""
-    with tarfile.open(fileobj=writer, mode="w|", format=_FORMAT) as tar:
+    with tarfile.open(fileobj=writer, mode="w|", format=TAR_FORMAT) as tar:
         stack = [root]
         while stack:
             here = stack.pop()

@@ -7,11 +7,13 @@ pass the same integration test suite (``tests/integration/runtime``).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from sandlot.runtime.archives import ArchiveReport
+    from sandlot.runtime.listing import Listed
 
 __all__ = [
     "LABEL_INSTANCE",
@@ -28,6 +30,7 @@ __all__ = [
     "SandboxRuntime",
     "SandboxSpec",
     "Usage",
+    "WorkspaceScan",
     "worth_a_look",
 ]
 
@@ -215,6 +218,20 @@ class ProcessStream(Protocol):
         ...
 
 
+class WorkspaceScan(Protocol):
+    """A workspace listed: every entry with its kind, mode, size and change key, without its
+    content (see :mod:`sandlot.runtime.listing`); ``listing`` is None when it may be
+    incomplete (a directory the sandbox user cannot read, an entry gone meanwhile)."""
+
+    listing: list[Listed] | None
+
+    def export(self, names: Sequence[str]) -> AsyncIterator[bytes]:
+        """A workspace archive (or several, one after the other) of the entries ``names``
+        (relative to the workspace) alone, read as the sandbox user; an entry that cannot be
+        read is left out, or the stream fails. At most once per scan."""
+        ...
+
+
 @runtime_checkable
 class SandboxRuntime(Protocol):
     """A place sandboxes run. Every method may raise :class:`RuntimeUnavailable` (the engine
@@ -318,6 +335,11 @@ class SandboxRuntime(Protocol):
         """The workspace as an uncompressed tar whose member names are relative to it, as a
         stream; ``PayloadTooLarge`` once it passes ``limit`` bytes (before the first chunk
         when the size is known to be over)."""
+        ...
+
+    def scan_workspace(self, ref: str, workspace: str) -> AbstractAsyncContextManager[WorkspaceScan]:
+        """List the workspace (see :class:`WorkspaceScan`), keeping what listed it at hand
+        to export some of its entries until the block ends."""
         ...
 
     async def import_workspace(

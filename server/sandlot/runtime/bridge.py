@@ -19,12 +19,14 @@ import threading
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
 from typing import IO, Any, TypeVar
 
-__all__ = ["CHUNK", "Pipe", "consume", "produce", "run_blocking", "tee", "transform"]
+__all__ = ["BULK", "CHUNK", "Pipe", "consume", "gathered", "produce", "run_blocking", "tee", "transform"]
 
 T = TypeVar("T")
 U = TypeVar("U")
 
 CHUNK = 1 << 16
+BULK = 1 << 20  # a piece of a bulk transfer (see gathered)
+_FEED = 1 << 18  # what a thread reading a stream is handed at a time, at most 8 pieces ahead
 _END = object()
 _WAKE = 0.2  # how often a blocked thread looks whether the other side gave up
 
@@ -181,10 +183,26 @@ async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
     return await done
 
 
+async def gathered(chunks: AsyncIterable[bytes], size: int = BULK) -> AsyncIterator[bytes]:
+    """``chunks`` joined into pieces of about ``size`` bytes (the last may be smaller): bulk
+    transfers in few large pieces, each of which costs a hand-over between a thread and the
+    event loop, or a write into a container, rather than many small ones."""
+    pending: list[bytes] = []
+    held = 0
+    async for chunk in chunks:
+        pending.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            yield b"".join(pending)
+            pending, held = [], 0
+    if held:
+        yield b"".join(pending)
+
+
 async def _feed(source: AsyncIterable[bytes], pipe: Pipe, work: asyncio.Future[Any]) -> None:
     """Copy ``source`` into ``pipe`` until it ends or the work stops reading."""
     try:
-        async for chunk in source:
+        async for chunk in gathered(source, _FEED):
             if chunk and not await pipe.aput(chunk, unless=work):
                 return
         await pipe.aput(_END, unless=work)
@@ -205,13 +223,14 @@ async def consume(source: AsyncIterable[bytes], fn: Callable[[IO[bytes]], T]) ->
         pipe.abandon()
 
 
-async def produce(fn: Callable[[IO[bytes]], Any]) -> AsyncIterator[bytes]:
-    """The bytes ``fn`` writes (in a thread) to the file object it is given. Stopping the
-    iteration early makes ``fn``'s next write fail, which ends the thread."""
+async def produce(fn: Callable[[IO[bytes]], Any], *, piece: int = CHUNK) -> AsyncIterator[bytes]:
+    """The bytes ``fn`` writes (in a thread) to the file object it is given, in pieces of
+    about ``piece`` bytes. Stopping the iteration early makes ``fn``'s next write fail, which
+    ends the thread."""
     pipe = Pipe()
 
     def run() -> None:
-        writer = io.BufferedWriter(_Writer(pipe), CHUNK)
+        writer = io.BufferedWriter(_Writer(pipe), piece)
         try:
             fn(writer)
             writer.flush()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiodocker
@@ -22,7 +23,7 @@ import aiohttp
 from aiodocker.stream import Stream
 
 from sandlot.domain.errors import ImageNotFound, RuntimeUnavailable, SandboxStateError
-from sandlot.runtime import docker_exec, docker_files
+from sandlot.runtime import docker_exec, docker_files, docker_listing
 from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
@@ -34,6 +35,7 @@ from sandlot.runtime.base import (
     OwnedSandbox,
     SandboxSpec,
     Usage,
+    WorkspaceScan,
 )
 from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, container_config
 from sandlot.runtime.docker_reset import CleanSlate
@@ -364,6 +366,9 @@ class DockerRuntime:
 
     def export_workspace(self, ref: str, workspace: str, limit: int) -> AsyncIterator[bytes]:
         return docker_files.export_workspace(self, ref, workspace, limit)
+
+    def scan_workspace(self, ref: str, workspace: str) -> AbstractAsyncContextManager[WorkspaceScan]:
+        return docker_listing.scan_workspace(self, ref, workspace)
 
     async def import_workspace(
         self,

@@ -62,6 +62,7 @@ async def run_quick(
         stdout=out.getvalue(),
         stderr=err.getvalue(),
         duration_ms=(time.perf_counter() - start) * 1000,
+        truncated=out.truncated or err.truncated,
     )
 
 

@@ -32,8 +32,10 @@ from sandlot.runtime.base import (
     OwnedSandbox,
     SandboxSpec,
     Usage,
+    WorkspaceScan,
 )
 from sandlot.runtime.bridge import CHUNK, consume, produce, run_blocking
+from sandlot.runtime.listing import LocalScan, list_tree
 from sandlot.runtime.local_bwrap import SANDBOX_STATE, Confinement
 from sandlot.runtime.local_fs import Workspace
 from sandlot.runtime.local_meta import (
@@ -359,6 +361,12 @@ class LocalRuntime:
             if sent > limit + (1 << 20):
                 raise PayloadTooLarge(f"the workspace archive passed {limit} bytes", limit=limit)
             yield chunk
+
+    @contextlib.asynccontextmanager
+    async def scan_workspace(self, ref: str, workspace: str) -> AsyncIterator[WorkspaceScan]:
+        self._meta(ref)
+        host = self._workspace(ref, workspace).host
+        yield LocalScan(host, await run_blocking(list_tree, host, self._dir(ref) / "listing-mark"))
 
     async def import_workspace(
         self,

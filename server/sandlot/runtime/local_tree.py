@@ -72,10 +72,15 @@ def tree_size(host: Path) -> int:
     return total
 
 
-def export_tree(host: Path, writer: IO[bytes]) -> None:
-    """The workspace ``host`` as a workspace archive (see :mod:`archives`), read by descriptor."""
+def export_tree(host: Path, writer: IO[bytes], only: frozenset[str] | None = None) -> None:
+    """The workspace ``host`` as a workspace archive (see :mod:`archives`), read by descriptor;
+    ``only``: just the entries of those names."""
     with tarfile.open(fileobj=writer, mode="w|", format=tarfile.GNU_FORMAT) as tar:
         for name, info, handle, dir_fd in entries(host):
+            if only is not None and name not in only:
+                if handle is not None:
+                    os.close(handle)
+                continue
             entry = tarfile.TarInfo(name)
             entry.mode, entry.mtime = stat.S_IMODE(info.st_mode), int(info.st_mtime)
             entry.uid, entry.gid = 1000, 1000

@@ -14,6 +14,7 @@ from sqlmodel import col, select
 from sandlot.domain.errors import NoCapacity, NotPermitted, QuotaExceeded
 from sandlot.runtime.base import Limits
 from sandlot.store.repositories import PoolRepository
+from sandlot.store.repositories.content import snapshot_storage
 from sandlot.store.repositories.usage import TenantUsage, live_sessions, tenant_usage
 from sandlot.store.tables import Tenant
 
@@ -91,9 +92,10 @@ async def check_sessions(session: AsyncSession, tenant_id: str, *, starting: int
 
 
 async def check_snapshots(session: AsyncSession, tenant_id: str) -> None:
-    """Refuse a new snapshot once what the tenant's snapshots keep reaches its quota."""
+    """Refuse a new snapshot once what the tenant's snapshots keep (each content once: the
+    same file in many snapshots counts once) reaches its quota."""
     tenant = await session.get(Tenant, tenant_id)
     assert tenant is not None
-    used_mb = (await tenant_usage(session, tenant_id)).snapshot_bytes / (1 << 20)
+    used_mb = (await snapshot_storage(session, tenant_id))[0] / (1 << 20)
     if used_mb >= tenant.max_snapshot_mb:
         raise _over("snapshot_mb", tenant.max_snapshot_mb, round(used_mb, 1), " MB")

@@ -1,34 +1,47 @@
 """Snapshots and checkpoints of a session's workspace.
 
-A snapshot is the workspace as a tar (see :mod:`sandlot.runtime.archives`) in blob storage,
-plus the session's shell state (its cwd and exported variables). A checkpoint is a snapshot
-that also records its manifest and the diff against the session's previous snapshot (paths
-added, modified, deleted). Restoring unpacks the tar into an empty workspace and puts the
-shell state back, so the next command starts where the last one left off.
+A snapshot is a manifest of the workspace (every entry's name, kind, mode, mtime, a file's
+size and SHA-256, a link's target: :mod:`sandlot.runtime.manifest`) whose file contents are
+blobs of the tenant's content store, each stored once per tenant; plus the session's shell
+state (its cwd and exported variables). Taking one reads only what changed since the
+session's last snapshot on the same sandbox (:mod:`sandlot.services.capture`) and stores only
+contents the tenant does not have yet; the manifest, the new blobs' rows and the references to
+every blob it needs are committed together (:mod:`sandlot.services.snapshot_commit`). A
+checkpoint is a snapshot whose diff against the session's previous one (paths added, modified,
+deleted) is what the client asked for. Restoring streams a workspace archive rebuilt from the
+manifest into an empty workspace and puts the shell state back. Snapshots made by older
+versions (one tar blob each) still restore, download and diff.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
+from typing import IO
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlmodel import col, select
 
-from sandlot.domain.errors import NotFound, SandboxStateError
+from sandlot.domain.errors import Conflict, NotFound, SandboxStateError, SandlotError
 from sandlot.domain.keys import Scope
+from sandlot.domain.status import SESSION_SUSPENDED
 from sandlot.observability.tracing import span
-from sandlot.runtime.archives import Manifest, diff, manifest
+from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
-from sandlot.runtime.bridge import consume, tee
+from sandlot.runtime.bridge import BULK, produce
+from sandlot.runtime.manifest import FILE, content_archive, decode
 from sandlot.runtime.shell import shell_state_dir
 from sandlot.services.accounts import Principal
+from sandlot.services.capture import WorkspaceCapture
 from sandlot.services.quotas import check_snapshots
+from sandlot.services.snapshot_commit import SnapshotCommit
 from sandlot.services.transfers import Transfers, primed
 from sandlot.settings import Settings
 from sandlot.store.blobs import BlobStore
-from sandlot.store.tables import Sandbox, Session, Snapshot
+from sandlot.store.repositories.content import ContentRepository
+from sandlot.store.tables import STORAGE_TAR, Sandbox, Session, Snapshot
 
 __all__ = ["SnapshotService", "shell_cwd"]
 
@@ -39,16 +52,6 @@ def shell_cwd(state: str) -> str | None:
     """The cwd recorded in a shell state file (``export __SL_CWD='...'``), if any."""
     found = _CWD.search(state)
     return found.group(1).replace("'\"'\"'", "'") if found else None
-
-
-async def _close(archive: AsyncIterator[bytes]) -> None:
-    """Close an export whose blob failed (a full disk): it releases the engine's response (one
-    left open keeps the container locked, and its next exec would hang). An error in closing
-    is the first error's business, not this one's."""
-    aclose = getattr(archive, "aclose", None)
-    if aclose is not None:
-        with contextlib.suppress(Exception):
-            await aclose()
 
 
 class SnapshotService:
@@ -65,6 +68,8 @@ class SnapshotService:
         self._runtime = runtime
         self._settings = settings
         self.transfers = transfers
+        self.capture = WorkspaceCapture(runtime, blobs, settings, transfers)
+        self._commit = SnapshotCommit(sessions, blobs, self.capture)
 
     def _shell_file(self, box: Sandbox, session_id: str) -> str:
         assert box.runtime_ref is not None
@@ -97,56 +102,57 @@ class SnapshotService:
             return (await session.scalars(query)).first()
 
     async def take(self, sess: Session, box: Sandbox, kind: str) -> Snapshot:
-        """Snapshot the workspace and shell state of ``sess`` (on ``box``) into blob storage.
-        The archive streams into the blob while its manifest is computed beside it."""
+        """Snapshot the workspace and shell state of ``sess`` (on ``box``): read what changed,
+        store what is new, commit the manifest with its references (see the module doc)."""
         assert box.runtime_ref is not None
         async with self._sessions() as session:
             await check_snapshots(session, sess.tenant_id)  # 429 once its storage quota is full
-        with span("snapshot.take", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
-            archive = await self.transfers.export(box)
-            row = Snapshot(tenant_id=sess.tenant_id, session_id=sess.id, kind=kind, blob_key="")
-            row.blob_key = f"snapshots/{sess.tenant_id}/{row.id}.tar"
-            size, found = await self._store_with_manifest(row.blob_key, archive)
-            shell_state = await self._read_shell_state(box, sess.id)
+        with span("snapshot.take", tenant=sess.tenant_id, session=sess.id, sandbox=box.id) as sp:
             previous = await self.latest(sess.id)
-            row.parent_id = previous.id if previous else None
-            row.size_bytes = size
-            row.file_count = sum(1 for v in found.values() if v[0] != "dir")
-            row.manifest = found
-            row.diff = diff(previous.manifest if previous else None, found)
-            row.shell_state = shell_state
-            async with self._sessions.begin() as session:  # the blob first: a row never lacks it
-                session.add(row)
-                stored = await session.get(Session, sess.id, with_for_update=True)
-                if stored is not None:
-                    stored.state = {
-                        **stored.state,
-                        "snapshot_id": row.id,
-                        "shell": {"cwd": shell_cwd(shell_state), "state": shell_state},
-                    }
-            return row
-
-    async def _store_with_manifest(self, key: str, archive: AsyncIterator[bytes]) -> tuple[int, Manifest]:
-        """Write ``archive`` to the blob ``key`` and compute its manifest from the same chunks."""
-        try:
-            return await tee(
-                archive,
-                lambda chunks: self._blobs.put(key, chunks),
-                lambda chunks: consume(chunks, manifest),
+            capture = asyncio.ensure_future(self.capture.take(box, previous))
+            try:  # the shell state is read while the workspace is
+                shell_state = await self._read_shell_state(box, sess.id)
+            except BaseException:
+                capture.cancel()
+                with contextlib.suppress(BaseException):
+                    await self.capture.discard((await capture).staged.values())
+                raise
+            taken = await capture
+            sp.set_attribute("sandlot.entries_read", taken.read)
+            sp.set_attribute("sandlot.through_engine", taken.through_engine)
+            return await self._commit.store(
+                sess, box, kind, previous, taken, shell_state, shell_cwd(shell_state)
             )
-        except BaseException:
-            await self._blobs.delete(key)
-            await _close(archive)
-            raise
 
     async def restore(self, snap: Snapshot, box: Sandbox, session_id: str) -> None:
         """Unpack ``snap`` into ``box``'s (empty) workspace; its shell state becomes the state
         of session ``session_id``."""
         assert box.runtime_ref is not None
         with span("snapshot.restore", session=session_id, sandbox=box.id):
-            await self.transfers.restore(box, self._blobs.get(snap.blob_key))
+            if snap.storage == STORAGE_TAR:
+                await self.transfers.restore(box, self._blobs.get(snap.blob_key))
+            else:
+                report = ArchiveReport()
+                await self.transfers.unpack(box, await self._content(snap, report), report)
             if snap.shell_state:
                 await self._write_shell_state(box, session_id, snap.shell_state)
+
+    async def _content(self, snap: Snapshot, report: ArchiveReport) -> AsyncIterator[bytes]:
+        """The workspace archive of a content snapshot, rebuilt from its manifest and the
+        tenant's blobs (only the tenant's own: every lookup is by tenant and hash)."""
+        items = decode(snap.manifest)
+        wanted = {i.ref for i in items if i.kind == FILE}
+        async with self._sessions() as session:
+            keys = await ContentRepository(session, snap.tenant_id).keys(wanted)
+        if len(keys) != len(wanted):
+            raise SandlotError(f"snapshot {snap.id} lacks {len(wanted) - len(keys)} of its contents")
+        limit, blobs = self._settings.max_snapshot_bytes, self._blobs
+
+        def write(writer: IO[bytes]) -> None:
+            opener = lambda digest: blobs.open_blocking(keys[digest])  # noqa: E731
+            content_archive(items, opener, writer, limit=limit, report=report)
+
+        return produce(write, piece=BULK)
 
     async def export_live(self, sess: Session, box: Sandbox) -> AsyncIterator[bytes]:
         """The workspace as it is now, as a workspace archive stream, without storing it."""
@@ -162,7 +168,7 @@ class SnapshotService:
             report = await self.transfers.import_upload(box, chunks)
         return report.bytes
 
-    # -- reads -------------------------------------------------------------------------------
+    # -- reads and deletion ------------------------------------------------------------------
 
     async def get(self, principal: Principal, snapshot_id: str) -> Snapshot:
         principal.require(Scope.SANDBOXES_READ)
@@ -175,7 +181,10 @@ class SnapshotService:
         return row
 
     async def archive(self, principal: Principal, snapshot_id: str) -> AsyncIterator[bytes]:
-        return await primed(self._blobs.get((await self.get(principal, snapshot_id)).blob_key))
+        snap = await self.get(principal, snapshot_id)
+        if snap.storage == STORAGE_TAR:
+            return await primed(self._blobs.get(snap.blob_key))
+        return await primed(await self._content(snap, ArchiveReport()))
 
     async def of_session(self, principal: Principal, session_id: str) -> Sequence[Snapshot]:
         principal.require(Scope.SANDBOXES_READ)
@@ -184,3 +193,25 @@ class SnapshotService:
             if principal.visible_tenant is not None:
                 query = query.where(col(Snapshot.tenant_id) == principal.visible_tenant)
             return (await session.scalars(query.order_by(col(Snapshot.created_at)))).all()
+
+    async def delete(self, principal: Principal, snapshot_id: str) -> None:
+        """Delete a snapshot. Its contents go once no other snapshot needs them (garbage
+        collection, :mod:`sandlot.services.snapshot_gc`). The last snapshot of a suspended
+        session is refused (409): resuming onto a new sandbox starts from it."""
+        principal.require(Scope.SANDBOXES_WRITE)
+        snap = await self.get(principal, snapshot_id)
+        async with self._sessions.begin() as session:
+            owner = await session.get(Session, snap.session_id, with_for_update=True)
+            if owner is not None and owner.status == SESSION_SUSPENDED:
+                last = await self.latest(owner.id)
+                if last is not None and last.id == snap.id:
+                    raise Conflict(
+                        f"snapshot {snapshot_id} is what suspended session {owner.id} resumes from",
+                        session_id=owner.id,
+                    )
+            await ContentRepository(session, snap.tenant_id).drop_refs(snap.id)
+            row = await session.get(Snapshot, snap.id)
+            if row is not None:
+                await session.delete(row)
+        if snap.storage == STORAGE_TAR and snap.blob_key:
+            await self._blobs.delete(snap.blob_key)

@@ -153,7 +153,7 @@ class Transfers:
         return report
 
     async def restore(self, box: Sandbox, chunks: AsyncIterable[bytes]) -> ArchiveReport:
-        """Unpack a snapshot of a workspace into ``box``'s empty workspace."""
+        """Unpack a tar snapshot (made by older versions) into ``box``'s empty workspace."""
         assert box.runtime_ref is not None
         report = ArchiveReport()
         limit = self._settings.max_snapshot_bytes
@@ -165,6 +165,15 @@ class Transfers:
             box.runtime_ref, box.workspace, transform(chunks, work), report, check_links=False
         )
         return report
+
+    async def unpack(self, box: Sandbox, archive: AsyncIterable[bytes], report: ArchiveReport) -> None:
+        """Unpack an archive the service built and checks as it is made (a content snapshot
+        rebuilt from its manifest, see :func:`manifest.content_archive`, which fills
+        ``report``) into ``box``'s empty workspace."""
+        assert box.runtime_ref is not None
+        await self._runtime.import_workspace(
+            box.runtime_ref, box.workspace, archive, report, check_links=False
+        )
 
     async def export(self, box: Sandbox) -> AsyncIterator[bytes]:
         """The live workspace as a workspace archive stream (413 up front when it is known

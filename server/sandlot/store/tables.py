@@ -12,12 +12,16 @@ from sqlmodel import Field, SQLModel
 from sandlot.store.types import UtcDateTime, utcnow
 
 __all__ = [
+    "STORAGE_CONTENT",
+    "STORAGE_TAR",
     "Activity",
     "ApiKey",
+    "ContentBlob",
     "Environment",
     "Sandbox",
     "SandboxEvent",
     "Session",
+    "SnapshotBlob",
     "Tenant",
     "new_id",
 ]
@@ -205,9 +209,18 @@ class Process(SQLModel, table=True):
     ended_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
+#: How a snapshot keeps its files: ``tar`` (before content addressing: one tar blob, at
+#: ``blob_key``) or ``content`` (its manifest names each file's content blob, by hash).
+STORAGE_TAR = "tar"
+STORAGE_CONTENT = "content"
+
+
 class Snapshot(SQLModel, table=True):
-    """A session's workspace at one moment (a tar in blob storage) and, as a checkpoint, what
-    changed since the session's previous snapshot."""
+    """A session's workspace at one moment and, as a checkpoint, what changed since the
+    session's previous snapshot. A ``content`` snapshot's ``manifest`` lists every entry with
+    its content's hash (see :mod:`sandlot.runtime.manifest`); its files are
+    :class:`ContentBlob` rows of its tenant, each referred to by a :class:`SnapshotBlob` row.
+    A ``tar`` snapshot (made by older versions) is one tar blob at ``blob_key``."""
 
     __tablename__ = "snapshots"
 
@@ -216,13 +229,49 @@ class Snapshot(SQLModel, table=True):
     session_id: str = Field(index=True, max_length=64)
     parent_id: str | None = Field(default=None, max_length=32)
     kind: str = Field(default="checkpoint", max_length=20)
-    blob_key: str = Field(max_length=300)
-    size_bytes: int = 0
+    storage: str = Field(default=STORAGE_CONTENT, max_length=10)
+    blob_key: str = Field(default="", max_length=300)
+    size_bytes: int = 0  # the files' bytes (a tar snapshot: the tar's)
     file_count: int = 0
     manifest: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
     diff: dict[str, Any] = Field(default_factory=dict, sa_type=sa.JSON)
     shell_state: str = Field(default="", max_length=1 << 20)
     created_at: datetime = _ts()
+
+
+class ContentBlob(SQLModel, table=True):
+    """One file content a tenant's snapshots keep, stored once per tenant under its SHA-256.
+    Blobs are never shared between tenants: the same bytes of two tenants are two rows and
+    two files, so nothing one tenant does can tell it what another has stored."""
+
+    __tablename__ = "content_blobs"
+
+    tenant_id: str = Field(foreign_key="tenants.id", primary_key=True, max_length=32)
+    digest: str = Field(primary_key=True, max_length=64)
+    size_bytes: int = Field(sa_type=sa.BigInteger)
+    blob_key: str = Field(max_length=300)  # this copy's file (each copy has a name of its own)
+    created_at: datetime = _ts()
+
+
+class SnapshotBlob(SQLModel, table=True):
+    """A content blob a snapshot needs. Written in the transaction that adds the snapshot; the
+    foreign key to ``content_blobs`` is what makes garbage collection safe: a blob deleted
+    under a snapshot being committed fails that commit (which then stores the file again),
+    and a blob referred to by a committed row cannot be deleted."""
+
+    __tablename__ = "snapshot_blobs"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(
+            ["tenant_id", "digest"],
+            ["content_blobs.tenant_id", "content_blobs.digest"],
+            name="fk_snapshot_blobs_content",
+        ),
+        sa.Index("ix_snapshot_blobs_tenant_digest", "tenant_id", "digest"),
+    )
+
+    snapshot_id: str = Field(foreign_key="snapshots.id", primary_key=True, max_length=32)
+    digest: str = Field(primary_key=True, max_length=64)
+    tenant_id: str = Field(max_length=32)
 
 
 class Asset(SQLModel, table=True):

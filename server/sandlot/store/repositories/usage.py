@@ -1,5 +1,6 @@
 """What a tenant uses now, against its quotas: live sandboxes (their count, memory, CPUs and
-disk), live sessions (active or suspended: both hold a sandbox), and snapshot storage."""
+disk), live sessions (active or suspended: both hold a sandbox), and snapshot storage (each
+content once: see :func:`content.snapshot_storage`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_SUSPENDED
+from sandlot.store.repositories.content import snapshot_storage
 from sandlot.store.repositories.sandboxes import ACTIVE
-from sandlot.store.tables import Sandbox, Session, Snapshot, Tenant
+from sandlot.store.tables import Sandbox, Session, Tenant
 
 __all__ = ["TenantUsage", "live_sessions", "tenant_usage"]
 
@@ -28,6 +30,7 @@ class TenantUsage:
     disk_mb: int
     sessions: int
     snapshot_bytes: int
+    snapshot_blobs: int
 
 
 async def tenant_usage(session: AsyncSession, tenant_id: str) -> TenantUsage:
@@ -39,16 +42,15 @@ async def tenant_usage(session: AsyncSession, tenant_id: str) -> TenantUsage:
     ).where(col(Sandbox.tenant_id) == tenant_id, col(Sandbox.status).in_(ACTIVE))
     count, memory, cpus, disk = (await session.execute(boxes)).one()
     sessions = select(func.count()).where(col(Session.tenant_id) == tenant_id, col(Session.status).in_(_LIVE))
-    stored = select(func.coalesce(func.sum(col(Snapshot.size_bytes)), 0)).where(
-        col(Snapshot.tenant_id) == tenant_id
-    )
+    stored, blobs = await snapshot_storage(session, tenant_id)
     return TenantUsage(
         sandboxes=int(count),
         memory_mb=int(memory),
         cpus=float(cpus),
         disk_mb=int(disk or 0),
         sessions=int((await session.execute(sessions)).scalar_one()),
-        snapshot_bytes=int((await session.execute(stored)).scalar_one() or 0),
+        snapshot_bytes=stored,
+        snapshot_blobs=blobs,
     )
 
 

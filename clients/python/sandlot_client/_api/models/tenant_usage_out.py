@@ -27,7 +27,8 @@ class TenantUsageOut:
             memory_mb (int):
             sandboxes (int):
             sessions (int):
-            snapshot_bytes (int):
+            snapshot_blobs (int): Distinct file contents (and older tar snapshots) kept
+            snapshot_bytes (int): What its snapshots keep: each file content once
      """
 
     cpus: float
@@ -35,6 +36,7 @@ class TenantUsageOut:
     memory_mb: int
     sandboxes: int
     sessions: int
+    snapshot_blobs: int
     snapshot_bytes: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -53,6 +55,8 @@ class TenantUsageOut:
 
         sessions = self.sessions
 
+        snapshot_blobs = self.snapshot_blobs
+
         snapshot_bytes = self.snapshot_bytes
 
 
@@ -64,6 +68,7 @@ class TenantUsageOut:
             "memory_mb": memory_mb,
             "sandboxes": sandboxes,
             "sessions": sessions,
+            "snapshot_blobs": snapshot_blobs,
             "snapshot_bytes": snapshot_bytes,
         })
 
@@ -84,6 +89,8 @@ class TenantUsageOut:
 
         sessions = d.pop("sessions")
 
+        snapshot_blobs = d.pop("snapshot_blobs")
+
         snapshot_bytes = d.pop("snapshot_bytes")
 
         tenant_usage_out = cls(
@@ -92,6 +99,7 @@ class TenantUsageOut:
             memory_mb=memory_mb,
             sandboxes=sandboxes,
             sessions=sessions,
+            snapshot_blobs=snapshot_blobs,
             snapshot_bytes=snapshot_bytes,
         )
 
