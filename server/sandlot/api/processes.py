@@ -148,7 +148,7 @@ class ProcessController(Controller):
         and everything was sent, a text frame ``{"type": "exit", ...}`` with its status and the
         final offset closes the stream."""
         # check access before the handshake completes: a stranger gets no stream at all
-        await services.processes.get(principal, session_id, process_id)
+        await services.processes.check(principal, session_id, process_id)
         await socket.accept()
 
         async def pump() -> Close:

@@ -324,17 +324,28 @@ tail -c +$(($2 + 1)) "$1/out" 2>/dev/null | head -c "$3"
 """
 
 #: Run as ``sh -c PROC_FOLLOW sh DIR OFFSET``: writes DIR/out from OFFSET as it grows and ends
-#: once all of it was written and the output is complete (DIR/rc exists) or the command's
-#: session leader is gone (killed). The leader is checked before the size, so nothing written
-#: before it died is missed.
+#: once all of it was written and the command is over: DIR/rc exists (the leader writes it once
+#: the output is complete) or its session leader is gone (killed). Where the image has GNU tail
+#: the bytes come as they are written: ``tail -f`` waits on inotify, and this script only looks
+#: every 50 ms whether the command is over; then it exits, and tail, told to follow this
+#: script's life, reads what is left and ends. (Not the leader's own pid: where nothing reaps an
+#: orphan, as on a host whose init does not, a dead leader stays a zombie that seems alive.)
+#: An offset past the end is first waited for (tail would take the shorter file for a truncated
+#: one and start over). Elsewhere (busybox) a loop polls the size every 20 ms; the end is checked
+#: before the size, so nothing written before it is missed.
 PROC_FOLLOW = r"""
 d=$1; off=$2
 read -r sid < "$d/pid" || exit 3
+case $(tail --version 2>/dev/null) in *coreutils*) gnu=1 ;; *) gnu= ;; esac
+over() { [ -e "$d/rc" ] || ! kill -0 "$sid" 2>/dev/null; }
 while :; do
-  fin=0; [ -e "$d/rc" ] && fin=1
-  kill -0 "$sid" 2>/dev/null || fin=1
+  fin=0; over && fin=1
   size=$(stat -c %s "$d/out")
-  if [ "$size" -gt "$off" ]; then
+  if [ -n "$gnu" ] && [ "$size" -ge "$off" ] && [ $fin = 0 ]; then
+    tail -c +$((off + 1)) -s 0.05 --pid=$$ -f "$d/out" &
+    until over; do sleep 0.05; done
+    exit 0
+  elif [ "$size" -gt "$off" ]; then
     tail -c +$((off + 1)) "$d/out" | head -c $((size - off))
     off=$size
   elif [ $fin = 1 ]; then

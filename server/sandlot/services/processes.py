@@ -28,6 +28,7 @@ from sandlot.domain.errors import Conflict, InvalidInput, NotFound, PayloadTooLa
 from sandlot.domain.paths import resolve_cwd
 from sandlot.observability.tracing import current_traceparent, span
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
+from sandlot.runtime.bridge import as_ready
 from sandlot.runtime.scripts import PROC_FOLLOW, PROC_KILL, PROC_READ, PROC_START, PROC_STATUS, PROC_STDIN
 from sandlot.services.accounts import Principal
 from sandlot.services.assets import resolve_placeholders
@@ -183,6 +184,10 @@ class ProcessService:
             await session.merge(row)
         return row
 
+    async def check(self, principal: Principal, session_id: str, process_id: str) -> None:
+        """404 unless the caller may see this process (nothing is asked of the sandbox)."""
+        await self._row(principal, session_id, process_id)
+
     async def get(self, principal: Principal, session_id: str, process_id: str) -> Process:
         row, box = await self._row(principal, session_id, process_id)
         return await self._refresh(row, box)
@@ -244,15 +249,22 @@ class ProcessService:
         self, principal: Principal, session_id: str, process_id: str, offset: int
     ) -> AsyncIterator[bytes]:
         """The output from ``offset`` as it is written, until the process has ended and all of
-        its output was yielded. The caller's pace is the stream's pace (nothing piles up)."""
+        its output was yielded. Bytes that came while the caller was busy come joined, up to
+        1 MiB (a fast stream in few large pieces). The caller's pace is the stream's pace
+        (at most 64 engine reads are held ahead)."""
         row, box = await self._row(principal, session_id, process_id)
         assert box.runtime_ref is not None
         stream = await self._runtime.open_process(
             box.runtime_ref, ["/bin/sh", "-c", PROC_FOLLOW, "sh", self._dir(box, row.id), str(offset)]
         )
-        try:
+
+        async def stdout() -> AsyncIterator[bytes]:
             while (chunk := await stream.read()) is not None:
                 if chunk[0] == 1 and chunk[1]:
                     yield chunk[1]
+
+        try:
+            async for data in as_ready(stdout()):
+                yield data
         finally:
             await stream.close()
