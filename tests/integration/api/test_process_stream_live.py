@@ -32,9 +32,9 @@ async def live(live_server: str, new_tenant: NewTenant) -> AsyncIterator[Live]:
     await client.http.aclose()
 
 
-async def python_session(live: Live) -> str:
+async def python_session(live: Live, image: str = "sandlot/python:3") -> str:
     name = f"fast-{secrets.token_hex(3)}"
-    env = await live.http.post("/v1/environments", json={"name": name, "images": ["sandlot/python:3"]})
+    env = await live.http.post("/v1/environments", json={"name": name, "images": [image]})
     assert env.status_code == 201, env.text
     resp = await live.http.post("/v1/sessions", json={"environment": name})
     assert resp.status_code == 201, resp.text
@@ -87,15 +87,44 @@ async def test_a_reader_ahead_of_the_output_gets_exactly_what_follows_its_offset
     assert got[ahead:] == EXPECTED[ahead:]
 
 
+async def processes(live: Live, sid: str) -> str:
+    """The sandbox's processes, one command line a line."""
+    return await live.sh(
+        sid, "for p in /proc/[0-9]*; do tr '\\0\\n' ' ~' < $p/cmdline 2>/dev/null; echo; done"
+    )
+
+
+@pytest.mark.parametrize("image", ["sandlot/python:3", "sandlot/busybox:latest"])
+async def test_no_follower_outlives_its_reader(live: Live, image: str) -> None:
+    sid = await python_session(live, image)
+    proc = await live.start(sid, "sleep 60")  # prints nothing: a follower never writes
+    followers: list[str] = []
+    for _ in range(3):
+        async with websockets.connect(live.ws_url(sid, proc["id"], 0), additional_headers=live.h):
+            for _ in range(300):  # a loaded machine can take seconds
+                followers = [p for p in (await processes(live, sid)).splitlines() if "over() {" in p]
+                if followers:
+                    break
+                await asyncio.sleep(0.1)
+            assert followers  # the stream's follower runs while its reader is there
+    for _ in range(300):
+        followers = [p for p in (await processes(live, sid)).splitlines() if "over() {" in p]
+        if not followers:
+            break
+        await asyncio.sleep(0.1)
+    assert not followers, followers
+    row = (await live.http.get(f"/v1/sessions/{sid}/processes/{proc['id']}")).json()
+    assert row["status"] == "running"  # the command itself goes on
+    await live.http.post(f"/v1/sessions/{sid}/processes/{proc['id']}/kill")
+
+
 async def test_the_live_reader_waits_on_the_file_instead_of_polling_it(live: Live) -> None:
     sid = await python_session(live)
     proc = await live.start(sid, "sleep 30")
     async with websockets.connect(live.ws_url(sid, proc["id"], 0), additional_headers=live.h) as ws:
         seen = ""
-        for _ in range(50):
-            seen = await live.sh(
-                sid, "for p in /proc/[0-9]*; do tr '\\0\\n' ' ~' < $p/cmdline 2>/dev/null; echo; done"
-            )
+        for _ in range(300):  # a loaded machine can take seconds
+            seen = await processes(live, sid)
             if "--pid=" in seen:
                 break
             await asyncio.sleep(0.1)
