@@ -48,6 +48,16 @@ __sl_stat() {
 }
 """
 
+#: ``__sl_live PID``: whether PID runs. Not ``kill -0``: where nothing reaps an orphan (a host
+#: whose init does not, the local runtime's sandboxes have no init of their own) a process that
+#: died stays a zombie, which ``kill -0`` takes for alive.
+_LIVE = (
+    _STAT
+    + r"""
+__sl_live() { __sl_stat "/proc/$1/stat" && [ "${__sl_fields%% *}" != Z ]; }
+"""
+)
+
 #: Run as ``sh -c KILL_SESSION sh SID...``: stops, then kills, every process in the sessions
 #: SID... Stopping first keeps a fork loop from outrunning the sweep.
 KILL_SESSION = (
@@ -273,18 +283,21 @@ cat "$d/pid"
 #: never blocks even if the process is gone by then (the bytes are then dropped with the pipe);
 #: a process that leaves its stdin unread makes a write past the pipe's 64 KiB wait, and the
 #: caller's timeout ends it.
-PROC_STDIN = r"""
+PROC_STDIN = (
+    _LIVE
+    + r"""
 d=$1
 [ -p "$d/in" ] || exit 3
 [ -e "$d/rc" ] && exit 4
-read -r sid < "$d/pid" && kill -0 "$sid" 2>/dev/null || exit 4
-read -r h < "$d/holder" && kill -0 "$h" 2>/dev/null || exit 5
+read -r sid < "$d/pid" && __sl_live "$sid" || exit 4
+read -r h < "$d/holder" && __sl_live "$h" || exit 5
 exec 3<>"$d/in"
 cat >&3 || exit 6
 exec 3>&-
 if [ "$2" = 1 ]; then kill "$h" 2>/dev/null; fi
 exit 0
 """
+)
 
 #: Run as ``sh -c PROC_STATUS sh DIR``: prints four lines: the exit code (empty while it runs or
 #: if it was killed), whether its session (or its terminal's, DIR/tsid) still has processes
@@ -302,6 +315,7 @@ if [ -n "$sid" ]; then
     __sl_stat "$f" || continue
     set -- $__sl_fields
     [ "$4" = "$sid" ] || [ "$4" = "$tsid" ] || continue
+    [ "$1" = Z ] && continue  # dead, only not reaped yet
     alive=1
     ticks=$((ticks + ${12} + ${13}))
     p=${f%/stat}
@@ -327,12 +341,14 @@ tail -c +$(($2 + 1)) "$1/out" 2>/dev/null | head -c "$3"
 #: once all of it was written and the output is complete (DIR/rc exists) or the command's
 #: session leader is gone (killed). The leader is checked before the size, so nothing written
 #: before it died is missed.
-PROC_FOLLOW = r"""
+PROC_FOLLOW = (
+    _LIVE
+    + r"""
 d=$1; off=$2
 read -r sid < "$d/pid" || exit 3
 while :; do
   fin=0; [ -e "$d/rc" ] && fin=1
-  kill -0 "$sid" 2>/dev/null || fin=1
+  __sl_live "$sid" || fin=1
   size=$(stat -c %s "$d/out")
   if [ "$size" -gt "$off" ]; then
     tail -c +$((off + 1)) "$d/out" | head -c $((size - off))
@@ -344,3 +360,4 @@ while :; do
   fi
 done
 """
+)
