@@ -8,11 +8,13 @@ import re
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 from tests.conftest import INSTANCE
 from tests.integration.servers import Server, free_port
@@ -187,3 +189,28 @@ def test_auto_without_docker_serves_on_the_local_runtime_and_says_so_once(
         assert httpx.get(f"{server.url}/readyz", timeout=5).json()["runtime"] == "local"
     said = (tmp_path / "serve.log").read_text()
     assert said.count("no Docker engine answers") == 1, said
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("served", ["local"], indirect=True)
+def test_a_background_process_on_the_local_runtime_starts_at_once_and_streams_until_killed(
+    served: tuple[str, str],
+) -> None:
+    # granian serves on uvloop: the start used to last until the command ended (a 502 after 15 s)
+    url, key = served
+    h = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=url, headers=h, timeout=60) as http:
+        assert http.post("/v1/environments", json={"name": "lt", "images": ["local"]}).status_code == 201
+        sid = http.post("/v1/sessions", json={"environment": "lt"}).json()["id"]
+        began = time.monotonic()
+        started = http.post(f"/v1/sessions/{sid}/processes", json={"command": "echo up; sleep 30"})
+        assert started.status_code == 201, started.text
+        assert time.monotonic() - began < 5
+        proc = f"/v1/sessions/{sid}/processes/{started.json()['id']}"
+        ws_url = f"ws{url.removeprefix('http')}{proc}/stream"
+        with connect(ws_url, additional_headers=h, open_timeout=30) as ws:
+            assert ws.recv(timeout=10) == b"up\n"  # live, while it runs
+            assert http.get(proc).json()["status"] == "running"
+            assert http.post(f"{proc}/kill").json()["status"] == "killed"
+            end = json.loads(ws.recv(timeout=10))
+    assert (end["type"], end["status"], end["offset"]) == ("exit", "killed", 3)

@@ -58,6 +58,7 @@ from sandlot.runtime.local_procs import (
     processes_of,
     set_winsize,
 )
+from sandlot.runtime.local_spawn import DEVNULL, PIPE, spawn
 from sandlot.runtime.local_users import claim_uid, release_uid
 from sandlot.runtime.output import CappedBuffer
 
@@ -159,14 +160,13 @@ class LocalRuntime:
         meta = self._meta(ref)
         host_ws = str(self._dir(ref) / "workspace")
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *self._confine.argv(self._dir(ref), meta, request),
-                stdin=asyncio.subprocess.PIPE if request.stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            proc = await spawn(
+                self._confine.argv(self._dir(ref), meta, request),
+                stdin=PIPE if request.stdin is not None else DEVNULL,
+                stdout=PIPE,
+                stderr=PIPE,
                 cwd=self._confine.host_cwd(self._dir(ref), meta, request.cwd),
                 env=self._confine.env(meta, request, host_ws),
-                start_new_session=True,
             )
         except FileNotFoundError as exc:
             return ExecResult(127, b"", f"{exc}\n".encode(), (time.perf_counter() - start) * 1000)
@@ -191,6 +191,7 @@ class LocalRuntime:
                 await asyncio.wait_for(proc.wait(), timeout=2.0)
         finally:
             self._procs.get(ref, set()).discard(proc.pid)
+            proc.close_pipes()
         code = None if timed_out else proc.returncode
         if code is not None and code < 0:
             code = 128 - code  # killed by a signal: report like a shell does
@@ -215,14 +216,13 @@ class LocalRuntime:
         meta = self._meta(ref)
         request = ExecRequest(list(argv), env=env or {})
         host_ws = str(self._dir(ref) / "workspace")
-        proc = await asyncio.create_subprocess_exec(
-            *self._confine.argv(self._dir(ref), meta, request),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+        proc = await spawn(
+            self._confine.argv(self._dir(ref), meta, request),
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=PIPE,
             cwd=host_ws,
             env=self._confine.env(meta, request, host_ws),
-            start_new_session=True,
         )
         self._procs.setdefault(ref, set()).add(proc.pid)
         return PipeStream(proc)
@@ -236,14 +236,13 @@ class LocalRuntime:
         master, slave = pty.openpty()
         set_winsize(master, cols, rows)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *self._confine.argv(self._dir(ref), meta, request),
+            proc = await spawn(
+                self._confine.argv(self._dir(ref), meta, request),
                 stdin=slave,
                 stdout=slave,
                 stderr=slave,
                 cwd=host_ws,
                 env=self._confine.env(meta, request, host_ws),
-                start_new_session=True,
             )
         finally:
             os.close(slave)

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterable
 
 from sandlot.domain.errors import SandboxStateError
+from sandlot.runtime.local_spawn import Child
 
 __all__ = [
     "LocalPty",
@@ -164,7 +165,7 @@ def set_winsize(fd: int, cols: int, rows: int) -> None:
 class LocalPty:
     """:class:`~sandlot.runtime.base.PtyStream` over a local pseudo-terminal."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, master: int) -> None:
+    def __init__(self, proc: Child, master: int) -> None:
         self._proc = proc
         self._master = master
         self._loop = asyncio.get_running_loop()
@@ -195,7 +196,7 @@ class LocalPty:
 class PipeStream:
     """:class:`~sandlot.runtime.base.ProcessStream` over a local subprocess's pipes."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: Child) -> None:
         self._proc = proc
         self._queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue()
         self._open = 2
@@ -232,3 +233,4 @@ class PipeStream:
             task.cancel()
         with contextlib.suppress(ProcessLookupError):
             await self._proc.wait()
+        self._proc.close_pipes()

@@ -48,6 +48,16 @@ __sl_stat() {
 }
 """
 
+#: ``__sl_live PID``: whether PID runs. Not ``kill -0``: where nothing reaps an orphan (a host
+#: whose init does not, the local runtime's sandboxes have no init of their own) a process that
+#: died stays a zombie, which ``kill -0`` takes for alive.
+_LIVE = (
+    _STAT
+    + r"""
+__sl_live() { __sl_stat "/proc/$1/stat" && [ "${__sl_fields%% *}" != Z ]; }
+"""
+)
+
 #: Run as ``sh -c KILL_SESSION sh SID...``: stops, then kills, every process in the sessions
 #: SID... Stopping first keeps a fork loop from outrunning the sweep.
 KILL_SESSION = (
@@ -273,18 +283,21 @@ cat "$d/pid"
 #: never blocks even if the process is gone by then (the bytes are then dropped with the pipe);
 #: a process that leaves its stdin unread makes a write past the pipe's 64 KiB wait, and the
 #: caller's timeout ends it.
-PROC_STDIN = r"""
+PROC_STDIN = (
+    _LIVE
+    + r"""
 d=$1
 [ -p "$d/in" ] || exit 3
 [ -e "$d/rc" ] && exit 4
-read -r sid < "$d/pid" && kill -0 "$sid" 2>/dev/null || exit 4
-read -r h < "$d/holder" && kill -0 "$h" 2>/dev/null || exit 5
+read -r sid < "$d/pid" && __sl_live "$sid" || exit 4
+read -r h < "$d/holder" && __sl_live "$h" || exit 5
 exec 3<>"$d/in"
 cat >&3 || exit 6
 exec 3>&-
 if [ "$2" = 1 ]; then kill "$h" 2>/dev/null; fi
 exit 0
 """
+)
 
 #: Run as ``sh -c PROC_STATUS sh DIR``: prints four lines: the exit code (empty while it runs or
 #: if it was killed), whether its session (or its terminal's, DIR/tsid) still has processes
@@ -302,6 +315,7 @@ if [ -n "$sid" ]; then
     __sl_stat "$f" || continue
     set -- $__sl_fields
     [ "$4" = "$sid" ] || [ "$4" = "$tsid" ] || continue
+    [ "$1" = Z ] && continue  # dead, only not reaped yet
     alive=1
     ticks=$((ticks + ${12} + ${13}))
     p=${f%/stat}
@@ -331,11 +345,14 @@ tail -c +$(($2 + 1)) "$1/out" 2>/dev/null | head -c "$3"
 #: are written: ``tail -f`` waits on inotify, while this script only looks every 50 ms whether
 #: the command or the reader is gone; then it exits, and tail, told to follow this script's
 #: life, reads what is left and ends. (Not the leader's own pid: where nothing reaps an orphan,
-#: as on a host whose init does not, a dead leader stays a zombie that seems alive.) An offset
+#: as on a host whose init does not, a dead leader stays a zombie that ``kill -0`` finds alive;
+#: the leader is looked at through /proc, where a zombie shows as one.) An offset
 #: past the end is first waited for (tail would take the shorter file for a truncated one and
 #: start over). Elsewhere (busybox) a loop polls the size every 20 ms; the end is checked
 #: before the size, so nothing written before it is missed.
-PROC_FOLLOW = r"""
+PROC_FOLLOW = (
+    _LIVE
+    + r"""
 d=$1; off=$2
 read -r sid < "$d/pid" || exit 3
 exec 3<&0  # an asynchronous command's own stdin would be /dev/null
@@ -343,7 +360,7 @@ cat <&3 > /dev/null 3<&- & reader=$!
 exec 3<&-
 trap 'kill $reader 2>/dev/null' EXIT
 case $(tail --version 2>/dev/null) in *coreutils*) gnu=1 ;; *) gnu= ;; esac
-over() { [ -e "$d/rc" ] || ! kill -0 "$sid" 2>/dev/null; }
+over() { [ -e "$d/rc" ] || ! __sl_live "$sid"; }
 while kill -0 $reader 2>/dev/null; do
   fin=0; over && fin=1
   size=$(stat -c %s "$d/out")
@@ -361,3 +378,4 @@ while kill -0 $reader 2>/dev/null; do
   fi
 done
 """
+)

@@ -1,0 +1,131 @@
+"""Starting a local sandbox's command so that it holds no descriptor of the service's.
+
+``asyncio.create_subprocess_exec`` promises ``close_fds=True``, but under uvloop (what granian
+serves with) it is not kept: libuv has no such step, and uvloop hands the child's ends of its
+stdio socket pairs down inheritable, so the command got them twice, as 0, 1 and 2 and again
+under their own numbers, beside every inheritable descriptor of the service. A command that
+put a process in the background and redirected its stdio (``setsid cmd >/dev/null 2>&1 &``)
+still held the exec's output open through those copies: the exec lasted as long as the
+background process, and the sandbox held descriptors of the host. Here the child is made by
+:class:`subprocess.Popen`, which closes every descriptor but 0, 1 and 2 in the child whatever
+loop runs, and its pipes and exit are then watched on the running loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import IO
+
+__all__ = ["DEVNULL", "PIPE", "Child", "spawn"]
+
+PIPE = subprocess.PIPE
+DEVNULL = subprocess.DEVNULL
+_POLL = 0.05  # how often an exit is looked for where the kernel gives no pidfd
+
+
+class Child:
+    """A started command: what asyncio's ``Process`` offers the local runtime (``pid``, the
+    streams, ``returncode``, ``wait()``). It is reaped once it exits even if nobody waits."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._loop = asyncio.get_running_loop()
+        self._exited: asyncio.Future[int] = self._loop.create_future()
+        self._pidfd: int | None = None
+        self._transports: list[asyncio.BaseTransport] = []
+        try:
+            self._pidfd = os.pidfd_open(popen.pid)
+        except (AttributeError, OSError):
+            self._loop.call_later(_POLL, self._poll)
+        else:
+            self._loop.add_reader(self._pidfd, self._reap)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._exited)
+
+    def _reap(self) -> None:
+        code = self._popen.poll()
+        if code is None:
+            return
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if not self._exited.done():
+            self._exited.set_result(code)
+
+    def _poll(self) -> None:
+        self._reap()
+        if not self._exited.done():
+            self._loop.call_later(_POLL, self._poll)
+
+    async def _attach(self) -> None:
+        loop = self._loop
+        if self._popen.stdin is not None:
+            sink = asyncio.StreamReaderProtocol(asyncio.StreamReader())
+            transport, _ = await loop.connect_write_pipe(lambda: sink, self._popen.stdin)
+            self._transports.append(transport)
+            self.stdin = asyncio.StreamWriter(transport, sink, None, loop)
+        self.stdout = await self._reader(self._popen.stdout)
+        self.stderr = await self._reader(self._popen.stderr)
+
+    async def _reader(self, pipe: IO[bytes] | None) -> asyncio.StreamReader | None:
+        if pipe is None:
+            return None
+        reader = asyncio.StreamReader(limit=1 << 16)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        transport, _ = await self._loop.connect_read_pipe(lambda: protocol, pipe)
+        self._transports.append(transport)
+        return reader
+
+    def close_pipes(self) -> None:
+        """Close this side of its pipes (a pipe a process that escaped the kill still holds
+        would otherwise stay open here until that process ends)."""
+        for transport in self._transports:
+            transport.close()
+
+
+async def spawn(
+    argv: Sequence[str],
+    *,
+    stdin: int,
+    stdout: int,
+    stderr: int,
+    cwd: str,
+    env: Mapping[str, str],
+) -> Child:
+    """Start ``argv`` in a session of its own (``PIPE``, ``DEVNULL`` or a descriptor for each
+    stream), with nothing open in it but its stdin, stdout and stderr."""
+    popen = await asyncio.to_thread(
+        subprocess.Popen,
+        list(argv),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        close_fds=True,
+    )
+    child = Child(popen)
+    try:
+        await child._attach()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(popen.pid, signal.SIGKILL)
+        child.close_pipes()
+        raise
+    return child
