@@ -24,7 +24,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 
 from sandlot.domain.errors import Conflict, InvalidInput, SandboxStateError
@@ -147,6 +147,11 @@ class PersistentShell:
     def state_dir(self) -> str:
         assert self._key is not None, "a pooled shell has no state until a session adopts it"
         return shell_state_dir(self._runtime, self.ref, self._key)
+
+    def on_end(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the attached stream ends (at once if it has)."""
+        assert self._pump is not None, "only an opened shell has a stream to end"
+        self._pump.add_done_callback(lambda _: callback())
 
     def adopt(self, key: str) -> None:
         """Make a shell opened in the pool the session ``key``'s; its state directory is bound
@@ -357,8 +362,7 @@ class ShellManager:
                 del self._warm[sandbox_id]
                 await shell.close()  # not adopted: a session that adopted it retries on its own
             return
-        assert shell._pump is not None
-        shell._pump.add_done_callback(lambda _: self._forget_warm(sandbox_id, shell))
+        shell.on_end(lambda: self._forget_warm(sandbox_id, shell))
 
     def _forget_warm(self, sandbox_id: str, shell: PersistentShell) -> None:
         if self._warm.get(sandbox_id) is shell:
