@@ -16,7 +16,8 @@ this client (machine-wide figures: whatever else runs here counts too; see load_
 writes artifacts/bench_load.json and docs/bench-load.svg. Each side of each N stops after
 --deadline seconds and reports what finished.
 
-Usage: ``uv run python bench/bench_load.py [--agents 10,50] [--deadline 600]``.
+Usage: ``uv run python bench/bench_load.py [--agents 10,50] [--deadline 600] [--workers 1]``
+(``--workers``: the server's ``SANDLOT_WORKERS``).
 """
 
 from __future__ import annotations
@@ -184,13 +185,13 @@ async def drive(n: int, stop: float, rec: Record, agent: Callable[[int], Awaitab
     return summary(rec, n, time.perf_counter() - t, len(pending))
 
 
-async def run_sandlot(n: int, deadline: float) -> dict[str, Any]:
+async def run_sandlot(n: int, deadline: float, workers: int) -> dict[str, Any]:
     rec, instance = Record(), f"{INSTANCE}-s{n}"
     live: set[str] = set()
     stop = time.monotonic() + deadline
     async with load_store(n) as (db, keys):
         try:
-            async with server(db, instance) as setup:
+            async with server(db, instance, {"SANDLOT_WORKERS": str(workers)}) as setup:
                 env = {"name": "load", "images": [IMAGE], "pool_size": [n, n]}
                 async with setup.post("/v1/environments", json={**env, "housekeeping_interval_seconds": 2}):
                     pass
@@ -303,15 +304,16 @@ def summary(rec: Record, n: int, wall: float, unfinished: int) -> dict[str, Any]
     }
 
 
-async def main(agents: list[int], deadline: float) -> None:
+async def main(agents: list[int], deadline: float, workers: int) -> None:
     runs: list[dict[str, Any]] = []
     for n in agents:
-        sandlot = await run_sandlot(n, deadline)
+        sandlot = await run_sandlot(n, deadline, workers)
         raw = await run_raw(n, deadline)
         runs.append({"agents": n, "sandlot": sandlot, "raw": raw, "ratio": ratios(sandlot, raw)})
         print_run(runs[-1])
         (ROOT / "artifacts").mkdir(exist_ok=True)
-        meta = {"cores": os.cpu_count(), "image": IMAGE, "deadline_s": deadline, "at": time.ctime()}
+        meta = {"cores": os.cpu_count(), "image": IMAGE, "deadline_s": deadline, "workers": workers}
+        meta["at"] = time.ctime()
         (ROOT / "artifacts" / "bench_load.json").write_text(json.dumps({**meta, "runs": runs}, indent=2))
         (ROOT / "docs" / "bench-load.svg").write_text(svg_chart(runs))
 
@@ -322,5 +324,6 @@ if __name__ == "__main__":
     )
     parser.add_argument("--agents", default="10,50", help="comma-separated agent counts (default 10,50)")
     parser.add_argument("--deadline", type=float, default=600, help="seconds each side of each N may take")
+    parser.add_argument("--workers", type=int, default=1, help="server worker processes (default 1)")
     args = parser.parse_args()
-    asyncio.run(main([int(a) for a in args.agents.split(",")], args.deadline))
+    asyncio.run(main([int(a) for a in args.agents.split(",")], args.deadline, args.workers))
