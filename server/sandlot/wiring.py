@@ -23,7 +23,7 @@ from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import TracedRuntime, bind_tracer, tracer_for, unbind_tracer
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.select import make_runtime
-from sandlot.runtime.shell import ShellManager
+from sandlot.runtime.shells import ShellManager
 from sandlot.services.accounts import AccountService
 from sandlot.services.activities import ActivityRecorder
 from sandlot.services.assets import AssetService

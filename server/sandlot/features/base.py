@@ -22,7 +22,8 @@ from sandlot.domain.patterns import compile_pattern
 if TYPE_CHECKING:
     from sandlot.observability.metrics import Metrics
     from sandlot.runtime.base import SandboxRuntime
-    from sandlot.runtime.shell import PersistentShell, ShellManager
+    from sandlot.runtime.shell import PersistentShell
+    from sandlot.runtime.shells import ShellManager
     from sandlot.settings import Settings
 
 __all__ = [
@@ -46,7 +47,8 @@ class ActivityArgs(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class SandboxContext:
-    """What a feature hook may touch: one sandbox."""
+    """What a feature hook may touch: one sandbox. ``shells``: this process's persistent
+    shells (a pool sandbox's may already be open, see ``ShellManager.check_warm``)."""
 
     sandbox_id: str
     ref: str
@@ -54,6 +56,7 @@ class SandboxContext:
     workspace: str
     runtime: SandboxRuntime
     settings: Settings
+    shells: ShellManager | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +76,6 @@ class SessionContext(SandboxContext):
 
     session_id: str = ""
     tenant_id: str = ""
-    shells: ShellManager | None = None
     metrics: Metrics | None = None
     upload: Upload | None = None
     user_check: Callable[[str], Awaitable[None]] | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from shlex import quote as shell_quote
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -19,6 +20,7 @@ from sandlot.runtime.output import decode_input, decode_output
 __all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]
 
 KEEPALIVE_SECONDS = 5.0
+_WRITABLE_WORKSPACE = 'test -d "$1" && test -w "$1"'
 
 
 class RunArgs(ActivityArgs):
@@ -64,12 +66,18 @@ class ShellFeature(Feature):
 
     async def housekeep(self, ctx: SandboxContext) -> None:
         """Keepalive: an idle sandbox must start a shell within a few seconds and its
-        workspace must be a writable directory."""
-        probe = ExecRequest(
-            ["/bin/sh", "-c", 'test -d "$1" && test -w "$1"', "sh", ctx.workspace], timeout=KEEPALIVE_SECONDS
-        )
+        workspace must be a writable directory. When this process holds the shell opened for
+        the sandbox while it waits in the pool (the one its next session adopts), the check runs
+        there: a shell that answers is the proof, and an idle pool costs the engine no
+        ``docker exec`` per sandbox and round."""
+        argv = ["/bin/sh", "-c", _WRITABLE_WORKSPACE, "sh", ctx.workspace]
         try:
-            res = await ctx.runtime.exec(ctx.ref, probe)
+            warm = None
+            if ctx.shells is not None:
+                where = shell_quote(ctx.workspace)
+                check = f"test -d {where} && test -w {where}"
+                warm = await ctx.shells.check_warm(ctx.sandbox_id, ctx.ref, check, KEEPALIVE_SECONDS)
+            res = warm or await ctx.runtime.exec(ctx.ref, ExecRequest(argv, timeout=KEEPALIVE_SECONDS))
         except SandlotError as exc:
             raise SandboxStateError(f"keepalive failed: {exc.message}") from exc
         if res.exit_code != 0:

@@ -24,7 +24,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sandlot.domain.errors import Conflict, InvalidInput, SandboxStateError
@@ -33,7 +33,7 @@ from sandlot.observability.tracing import current_traceparent
 from sandlot.runtime.base import ProcessStream, SandboxRuntime
 from sandlot.runtime.output import CappedBuffer
 
-__all__ = ["PersistentShell", "ShellManager", "ShellResult", "shell_state_dir"]
+__all__ = ["PersistentShell", "ShellResult", "shell_state_dir"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,9 @@ unset __sl_pid __sl_rest
 """
 
 _BIND = '__sl_S=%s; mkdir -p "$__sl_S" 2>/dev/null\n'
+
+# a check of the service's in a shell waiting in the pool, framed as __sl_run frames its output
+_CHECK = "( eval {command} ) </dev/null; printf '\\n%s %d\\n' {token} \"$?\"; printf '\\n%s\\n' {token} >&2\n"
 
 _EOF = object()
 
@@ -126,7 +129,7 @@ class PersistentShell:
         self.ref = ref
         self._key = key  # None: opened in the pool, not yet a session's (see ShellManager.warm)
         self._bound = False  # whether the shell was told its state directory
-        self._opening = False  # open() holds the lock: a command waits for it, no Conflict
+        self._opening = False  # open() or check() holds the lock: a command waits, no Conflict
         self._stream: ProcessStream | None = None
         self._chunks: asyncio.Queue[tuple[int, bytes] | object] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
@@ -170,6 +173,24 @@ class PersistentShell:
                         await self.close()  # unopened again: a command retries on its own
                         self._chunks = asyncio.Queue()
                         raise
+        finally:
+            self._opening = False
+
+    async def check(self, command: str, timeout: float) -> ShellResult | None:
+        """Run a check of the service's (not a session's) while the shell waits in the pool:
+        None when it is busy or not open; a session's command sent meanwhile waits for it."""
+        if self._lock.locked() or self._stream is None or self.ended:
+            return None
+        self._opening = True
+        try:
+            async with self._lock:
+                if self._stream is None:
+                    return None
+                try:
+                    return await self._run(command, timeout, None, 1 << 14, "", session=False)
+                except SandboxStateError:
+                    self.broken = True
+                    raise
         finally:
             self._opening = False
 
@@ -243,19 +264,31 @@ class PersistentShell:
                 self.broken = True
                 raise
 
+    def _line(self, token: str, command: str, traceparent: str, session: bool) -> str:
+        if not session:  # the service's own check: no session state read or written
+            return _CHECK.format(token=token, command=_quote(command))
+        line = f"__sl_run {token} {_quote(command)} {_quote(traceparent)}\n"
+        if not self._bound:
+            line = _BIND % _quote(self.state_dir) + line
+            self._bound = True
+        return line
+
     async def _run(
-        self, command: str, timeout: float, silence: float | None, limit: int, traceparent: str
+        self,
+        command: str,
+        timeout: float,
+        silence: float | None,
+        limit: int,
+        traceparent: str,
+        *,
+        session: bool = True,
     ) -> ShellResult:
         assert self._stream is not None
         started = time.monotonic()
         token = f"__SL_{secrets.token_hex(12)}"
         out = _Framed(f"\n{token} ".encode(), limit)
         err = _Framed(f"\n{token}\n".encode(), limit)
-        line = f"__sl_run {token} {_quote(command)} {_quote(traceparent)}\n"
-        if not self._bound:
-            line = _BIND % _quote(self.state_dir) + line
-            self._bound = True
-        await self._stream.write(line.encode())
+        await self._stream.write(self._line(token, command, traceparent, session).encode())
         deadline = started + timeout
         last_output = started
         timed_out = silence_hit = False
@@ -303,88 +336,3 @@ class PersistentShell:
             with contextlib.suppress(Exception):
                 await self._stream.close()
             self._stream = None
-
-
-class ShellManager:
-    """The attached shells of this process: one per session, opened on first use or, for a
-    pool sandbox, while it waits in the pool (``warm``), so a session's first command does not
-    wait for a ``docker exec`` to open its shell."""
-
-    def __init__(self, runtime: SandboxRuntime, metrics: Metrics | None = None) -> None:
-        self._runtime = runtime
-        self._metrics = metrics
-        self._shells: dict[str, PersistentShell] = {}
-        self._warm: dict[str, PersistentShell] = {}  # by sandbox id, not yet a session's
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    def alive(self, session_id: str) -> bool:
-        """Whether this process holds a working shell for the session. Ending a session (reset)
-        or losing its sandbox kills that shell, so while it lives the session owns its sandbox."""
-        shell = self._shells.get(session_id)
-        return shell is not None and shell.attached and not shell.broken
-
-    def get(self, session_id: str, ref: str, sandbox_id: str | None = None) -> PersistentShell:
-        """The session's shell: the one it has, else the one opened while its sandbox
-        (``sandbox_id``) waited in the pool, else a new one that attaches on first use."""
-        shell = self._shells.get(session_id)
-        if shell is None or shell.broken:
-            warm = self._warm.pop(sandbox_id, None) if sandbox_id else None
-            if warm is not None and not warm.ended and warm.ref == ref:
-                warm.adopt(session_id)
-                shell = warm
-            else:
-                if warm is not None:
-                    self._spawn(warm.close())
-                shell = PersistentShell(self._runtime, ref, session_id, self._metrics)
-            self._shells[session_id] = shell
-        return shell
-
-    def warm_soon(self, sandbox_id: str, ref: str) -> None:
-        """Open a shell for a pool sandbox that just became ready, in the background."""
-        if sandbox_id not in self._warm:
-            self._spawn(self.warm(sandbox_id, ref))
-
-    async def warm(self, sandbox_id: str, ref: str) -> None:
-        """Open a shell on a ready pool sandbox for the session that will claim it; that session
-        may adopt it while it opens (its first command waits for it). A failure costs nothing:
-        the session opens its own. The shell is dropped once its stream ends (the sandbox was
-        shut down, or another process's session reset it)."""
-        shell = PersistentShell(self._runtime, ref, None, self._metrics)
-        old = self._warm.pop(sandbox_id, None)
-        if old is not None:
-            self._spawn(old.close())
-        self._warm[sandbox_id] = shell
-        try:
-            await shell.open()
-        except Exception as exc:
-            log.info("could not open a shell on pool sandbox %s ahead of time: %s", sandbox_id, exc)
-            if self._warm.get(sandbox_id) is shell:
-                del self._warm[sandbox_id]
-                await shell.close()  # not adopted: a session that adopted it retries on its own
-            return
-        shell.on_end(lambda: self._forget_warm(sandbox_id, shell))
-
-    def _forget_warm(self, sandbox_id: str, shell: PersistentShell) -> None:
-        if self._warm.get(sandbox_id) is shell:
-            del self._warm[sandbox_id]
-            self._spawn(shell.close())
-
-    def _spawn(self, work: Coroutine[object, object, None]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def close(self, session_id: str) -> None:
-        shell = self._shells.pop(session_id, None)
-        if shell is not None:
-            await shell.close()
-
-    async def close_all(self) -> None:
-        for key in list(self._shells):
-            await self.close(key)
-        for shell in list(self._warm.values()):
-            await shell.close()
-        self._warm.clear()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -27,7 +27,7 @@ from sandlot.domain.status import SandboxStatus as S
 from sandlot.features.base import ActivityArgs, ActivitySpec, SessionContext, Upload
 from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import span
-from sandlot.runtime.shell import ShellManager
+from sandlot.runtime.shells import ShellManager
 from sandlot.services.activities import ActivityRecord, ActivityRecorder
 from sandlot.services.assets import resolve_placeholders
 from sandlot.services.environments import EnvironmentService

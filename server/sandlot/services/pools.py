@@ -30,7 +30,7 @@ from sandlot.features.base import SandboxContext
 from sandlot.observability.metrics import PoolFigures
 from sandlot.observability.tracing import ATTR, span, traced
 from sandlot.runtime.base import Limits
-from sandlot.runtime.shell import ShellManager
+from sandlot.runtime.shells import ShellManager
 from sandlot.services.accounts import Principal
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.sandboxes import NewSandbox, SandboxService
@@ -115,6 +115,7 @@ class PoolService:
             workspace=row.workspace,
             runtime=self._sandboxes.runtime,
             settings=self._sandboxes.settings,
+            shells=self._shells,
         )
 
     def _setup_hook(self, env: Environment, image: str) -> Callable[[Sandbox, str], Awaitable[None]] | None:

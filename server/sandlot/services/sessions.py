@@ -27,7 +27,7 @@ from sandlot.features.base import Feature, SessionContext, Upload
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.tracing import span, traced
 from sandlot.runtime.base import FileStream
-from sandlot.runtime.shell import ShellManager
+from sandlot.runtime.shells import ShellManager
 from sandlot.services.accounts import Principal
 from sandlot.services.activities import ActivityRecorder
 from sandlot.services.assets import AssetService

@@ -19,7 +19,7 @@ from sandlot.domain.status import SESSION_SUSPENDED as SUSPENDED
 from sandlot.domain.status import SandboxStatus as S
 from sandlot.features.base import SessionContext
 from sandlot.observability.tracing import span
-from sandlot.runtime.shell import ShellManager
+from sandlot.runtime.shells import ShellManager
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService

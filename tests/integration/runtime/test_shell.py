@@ -11,6 +11,7 @@ import pytest
 from sandlot.domain.errors import Conflict
 from sandlot.runtime.base import SandboxRuntime, SandboxSpec
 from sandlot.runtime.shell import PersistentShell
+from sandlot.runtime.shells import ShellManager
 from tests.conftest import BUSYBOX
 
 
@@ -59,3 +60,27 @@ async def test_timeout_kills_children_and_keeps_the_shell(shell: PersistentShell
     assert res.timed_out
     left = await run(shell, "ps -o args 2>/dev/null || ps")
     assert b"sleep 30" not in left.stdout
+
+
+async def test_a_check_in_a_waiting_shell_keeps_no_state_and_a_command_waits_for_it(
+    runtime: SandboxRuntime, shell: PersistentShell
+) -> None:
+    """The keepalive of a pool sandbox runs in the shell opened while it waits: it reports the
+    exit code, writes no session state, and the adopting session's first command sent while it
+    runs waits for it (no Conflict) and then binds its own state."""
+    waiting = ShellManager(runtime)
+    await waiting.warm("sbx_w", shell.ref)
+    assert await waiting.check_warm("sbx_other", shell.ref, "true", 5) is None
+    failed = await waiting.check_warm("sbx_w", shell.ref, "export X=1; exit 3", 5)
+    assert failed is not None and failed.exit_code == 3
+    slow = asyncio.ensure_future(waiting.check_warm("sbx_w", shell.ref, "sleep 0.3; echo checked", 5))
+    await asyncio.sleep(0.1)
+    adopted = waiting.get("ses_w", shell.ref, "sbx_w")
+    res = await run(adopted, "echo X=$X; pwd")
+    ok = await slow
+    assert ok is not None and (ok.exit_code, ok.stdout) == (0, b"checked\n")
+    assert res.exit_code == 0 and res.stdout.startswith(b"X=\n")
+    assert (await run(adopted, "export Y=2; cd /tmp")).exit_code == 0
+    assert (await run(adopted, "echo $Y; pwd")).stdout == b"2\n/tmp\n"
+    assert await waiting.check_warm("sbx_w", shell.ref, "true", 5) is None  # a session's now
+    await waiting.close_all()

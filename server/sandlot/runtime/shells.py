@@ -1,0 +1,109 @@
+"""The persistent shells of one API process: a session's, and those opened on pool sandboxes
+while they wait (see :class:`ShellManager`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+
+from sandlot.observability.metrics import Metrics
+from sandlot.runtime.base import SandboxRuntime
+from sandlot.runtime.shell import PersistentShell, ShellResult
+
+__all__ = ["ShellManager"]
+
+log = logging.getLogger(__name__)
+
+
+class ShellManager:
+    """The attached shells of this process: one per session, opened on first use or, for a
+    pool sandbox, while it waits in the pool (``warm``), so a session's first command does not
+    wait for a ``docker exec`` to open its shell."""
+
+    def __init__(self, runtime: SandboxRuntime, metrics: Metrics | None = None) -> None:
+        self._runtime = runtime
+        self._metrics = metrics
+        self._shells: dict[str, PersistentShell] = {}
+        self._warm: dict[str, PersistentShell] = {}  # by sandbox id, not yet a session's
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def alive(self, session_id: str) -> bool:
+        """Whether this process holds a working shell for the session. Ending a session (reset)
+        or losing its sandbox kills that shell, so while it lives the session owns its sandbox."""
+        shell = self._shells.get(session_id)
+        return shell is not None and shell.attached and not shell.broken
+
+    def get(self, session_id: str, ref: str, sandbox_id: str | None = None) -> PersistentShell:
+        """The session's shell: the one it has, else the one opened while its sandbox
+        (``sandbox_id``) waited in the pool, else a new one that attaches on first use."""
+        shell = self._shells.get(session_id)
+        if shell is None or shell.broken:
+            warm = self._warm.pop(sandbox_id, None) if sandbox_id else None
+            if warm is not None and not warm.ended and warm.ref == ref:
+                warm.adopt(session_id)
+                shell = warm
+            else:
+                if warm is not None:
+                    self._spawn(warm.close())
+                shell = PersistentShell(self._runtime, ref, session_id, self._metrics)
+            self._shells[session_id] = shell
+        return shell
+
+    def warm_soon(self, sandbox_id: str, ref: str) -> None:
+        """Open a shell for a pool sandbox that just became ready, in the background."""
+        if sandbox_id not in self._warm:
+            self._spawn(self.warm(sandbox_id, ref))
+
+    async def warm(self, sandbox_id: str, ref: str) -> None:
+        """Open a shell on a ready pool sandbox for the session that will claim it; that session
+        may adopt it while it opens (its first command waits for it). A failure costs nothing:
+        the session opens its own. The shell is dropped once its stream ends (the sandbox was
+        shut down, or another process's session reset it)."""
+        shell = PersistentShell(self._runtime, ref, None, self._metrics)
+        old = self._warm.pop(sandbox_id, None)
+        if old is not None:
+            self._spawn(old.close())
+        self._warm[sandbox_id] = shell
+        try:
+            await shell.open()
+        except Exception as exc:
+            log.info("could not open a shell on pool sandbox %s ahead of time: %s", sandbox_id, exc)
+            if self._warm.get(sandbox_id) is shell:
+                del self._warm[sandbox_id]
+                await shell.close()  # not adopted: a session that adopted it retries on its own
+            return
+        shell.on_end(lambda: self._forget_warm(sandbox_id, shell))
+
+    async def check_warm(self, sandbox_id: str, ref: str, command: str, timeout: float) -> ShellResult | None:
+        """Run ``command`` in the shell opened for pool sandbox ``sandbox_id`` while it waits;
+        None when this process holds no such shell ready for it (the caller checks otherwise)."""
+        shell = self._warm.get(sandbox_id)
+        if shell is None or shell.ref != ref:
+            return None
+        return await shell.check(command, timeout)
+
+    def _forget_warm(self, sandbox_id: str, shell: PersistentShell) -> None:
+        if self._warm.get(sandbox_id) is shell:
+            del self._warm[sandbox_id]
+            self._spawn(shell.close())
+
+    def _spawn(self, work: Coroutine[object, object, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self, session_id: str) -> None:
+        shell = self._shells.pop(session_id, None)
+        if shell is not None:
+            await shell.close()
+
+    async def close_all(self) -> None:
+        for key in list(self._shells):
+            await self.close(key)
+        for shell in list(self._warm.values()):
+            await shell.close()
+        self._warm.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
