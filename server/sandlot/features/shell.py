@@ -69,11 +69,14 @@ class ShellFeature(Feature):
         workspace must be a writable directory. When this process holds the shell opened for
         the sandbox while it waits in the pool (the one its next session adopts), the check runs
         there: a shell that answers is the proof, and an idle pool costs the engine no
-        ``docker exec`` per sandbox and round."""
+        ``docker exec`` per sandbox and round. A sandbox a session took since the round listed
+        it is not idle: nothing to check."""
         argv = ["/bin/sh", "-c", _WRITABLE_WORKSPACE, "sh", ctx.workspace]
         try:
             warm = None
             if ctx.shells is not None:
+                if ctx.shells.in_session(ctx.ref):
+                    return
                 where = shell_quote(ctx.workspace)
                 check = f"test -d {where} && test -w {where}"
                 warm = await ctx.shells.check_warm(ctx.sandbox_id, ctx.ref, check, KEEPALIVE_SECONDS)

@@ -129,7 +129,7 @@ class PersistentShell:
         self.ref = ref
         self._key = key  # None: opened in the pool, not yet a session's (see ShellManager.warm)
         self._bound = False  # whether the shell was told its state directory
-        self._opening = False  # open() or check() holds the lock: a command waits, no Conflict
+        self._opening = 0  # open() and check() calls under way: a command waits for them, no Conflict
         self._stream: ProcessStream | None = None
         self._chunks: asyncio.Queue[tuple[int, bytes] | object] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
@@ -163,7 +163,7 @@ class PersistentShell:
 
     async def open(self) -> None:
         """Attach now rather than at the first command (a command sent meanwhile waits)."""
-        self._opening = True
+        self._opening += 1
         try:
             async with self._lock:
                 if self._stream is None:
@@ -174,14 +174,15 @@ class PersistentShell:
                         self._chunks = asyncio.Queue()
                         raise
         finally:
-            self._opening = False
+            self._opening -= 1
 
     async def check(self, command: str, timeout: float) -> ShellResult | None:
-        """Run a check of the service's (not a session's) while the shell waits in the pool:
-        None when it is busy or not open; a session's command sent meanwhile waits for it."""
-        if self._lock.locked() or self._stream is None or self.ended:
+        """Run a check of the service's (not a session's) while the shell waits in the pool,
+        after its opening if it is still opening: None when it did not open, or a session's
+        command runs in it. A session's command sent meanwhile waits for the check."""
+        if self.ended or (self._lock.locked() and not self._opening):
             return None
-        self._opening = True
+        self._opening += 1
         try:
             async with self._lock:
                 if self._stream is None:
@@ -192,7 +193,7 @@ class PersistentShell:
                     self.broken = True
                     raise
         finally:
-            self._opening = False
+            self._opening -= 1
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
         try:

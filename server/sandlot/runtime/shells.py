@@ -83,6 +83,11 @@ class ShellManager:
             return None
         return await shell.check(command, timeout)
 
+    def in_session(self, ref: str) -> bool:
+        """Whether a session's live shell in this process is attached to container ``ref``:
+        then its sandbox left the pool (a housekeeping round's listing may be older)."""
+        return any(s.ref == ref and not s.ended for s in self._shells.values())
+
     def _forget_warm(self, sandbox_id: str, shell: PersistentShell) -> None:
         if self._warm.get(sandbox_id) is shell:
             del self._warm[sandbox_id]

@@ -70,6 +70,7 @@ async def test_a_check_in_a_waiting_shell_keeps_no_state_and_a_command_waits_for
     runs waits for it (no Conflict) and then binds its own state."""
     waiting = ShellManager(runtime)
     await waiting.warm("sbx_w", shell.ref)
+    assert not waiting.in_session(shell.ref)
     assert await waiting.check_warm("sbx_other", shell.ref, "true", 5) is None
     failed = await waiting.check_warm("sbx_w", shell.ref, "export X=1; exit 3", 5)
     assert failed is not None and failed.exit_code == 3
@@ -83,4 +84,5 @@ async def test_a_check_in_a_waiting_shell_keeps_no_state_and_a_command_waits_for
     assert (await run(adopted, "export Y=2; cd /tmp")).exit_code == 0
     assert (await run(adopted, "echo $Y; pwd")).stdout == b"2\n/tmp\n"
     assert await waiting.check_warm("sbx_w", shell.ref, "true", 5) is None  # a session's now
+    assert waiting.in_session(shell.ref)
     await waiting.close_all()
