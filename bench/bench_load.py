@@ -10,8 +10,9 @@ agents). The raw baseline creates N containers beforehand (its "warm pool"), the
 runs the same 20 commands as ``docker exec``, a 1 MiB ``put_archive``/``get_archive`` round trip
 and one more exec.
 
-Per N it prints throughput, p50/p99/max per operation, errors, the server's peak RSS and CPU
-seconds (its process tree, from /proc) and the CPU of dockerd/containerd/shims, PostgreSQL and
+Per N it prints throughput, p50/p99/max per operation, errors, the server's peak RSS (and
+what it grew by per active session, from its RSS with the pool full before the agents start)
+and CPU seconds (its process tree, from /proc) and the CPU of dockerd/containerd/shims, PostgreSQL and
 this client (machine-wide figures: whatever else runs here counts too; see load_report.py). It
 writes artifacts/bench_load.json and docs/bench-load.svg. Each side of each N stops after
 --deadline seconds and reports what finished.
@@ -214,7 +215,8 @@ async def run_sandlot(n: int, deadline: float, workers: int) -> dict[str, Any]:
                     await http.close()
         finally:
             await remove_containers(instance)
-    return {**out, **fill, **usage}
+    per_session = (usage["server_peak_rss_mb"] - usage["server_rss_before_mb"]) / n
+    return {**out, **fill, **usage, "server_rss_per_session_mb": round(per_session, 2)}
 
 
 # -- raw aiodocker -----------------------------------------------------------------------------

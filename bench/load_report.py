@@ -73,6 +73,8 @@ async def watch(with_server: bool) -> AsyncIterator[dict[str, float]]:
     """CPU seconds used inside the block, and the server's peak RSS (sampled twice a second)."""
     out: dict[str, float] = {}
     before, peak = cpu_groups(with_server), 0.0
+    if with_server:  # with the pool full and its shells open, before any session starts
+        out["server_rss_before_mb"] = round(rss_mb(tree(os.getpid())[1:]), 1)
 
     async def sample() -> None:
         nonlocal peak
