@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import base64
 
+import pytest
+
 from sandlot.api.errors import STATUS_BY_CODE
 from sandlot.api.schemas import ExecOut
 from sandlot.domain import errors
@@ -52,14 +54,19 @@ def test_exec_output_is_text_when_utf8_and_base64_otherwise() -> None:
     assert base64.b64decode(binary.stderr) == b"err"
 
 
-def test_a_store_too_busy_to_lend_a_connection_is_a_503_not_a_500() -> None:
+def test_a_store_too_busy_to_lend_a_connection_is_a_503_not_a_500(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every pooled connection busy past the pool's timeout (seen at 200 agents on 2 cores) is
-    503 ``store_unavailable`` with Retry-After, like a store that is down."""
+    503 ``store_unavailable`` with Retry-After, like a store that is down; the log says which
+    pool (its size and overflow)."""
     from litestar import Litestar, get
     from litestar.testing import TestClient
     from sqlalchemy.exc import TimeoutError as PoolTimeout
 
+    from sandlot.api import errors as api_errors
     from sandlot.api.errors import exception_handlers
+
+    said: list[str] = []  # the app's logging set-up leaves the records out of caplog's reach
+    monkeypatch.setattr(api_errors.log, "warning", lambda fmt, *args: said.append(fmt % args))
 
     @get("/busy", sync_to_thread=False)
     def busy() -> None:
@@ -69,3 +76,4 @@ def test_a_store_too_busy_to_lend_a_connection_is_a_503_not_a_500() -> None:
         answer = client.get("/busy")
     assert answer.status_code == 503 and answer.json()["code"] == "store_unavailable"
     assert answer.headers["Retry-After"] == "1" and answer.json()["retryable"] is True
+    assert "(QueuePool limit of size 10 overflow 20 reached)" in said[0]

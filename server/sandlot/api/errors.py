@@ -111,7 +111,10 @@ def _undecodable(_: Request[Any, Any, Any], exc: UnicodeDecodeError) -> Response
 
 
 def _store_unavailable(req: Request[Any, Any, Any], exc: Exception) -> Response[dict[str, Any]]:
-    log.warning("the store cannot be reached on %s %s: %s", req.method, req.url.path, type(exc).__name__)
+    # a pool's timeout says which pool (its size and overflow); other messages may quote SQL
+    detail = f" ({str(exc).partition(' (Background')[0]})" if isinstance(exc, PoolTimeout) else ""
+    name = type(exc).__name__
+    log.warning("the store cannot be reached on %s %s: %s%s", req.method, req.url.path, name, detail)
     return problem(
         STATUS_BY_CODE["store_unavailable"],
         "store_unavailable",
