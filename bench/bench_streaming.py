@@ -1,8 +1,10 @@
 """Streaming throughput and suspend/resume times, in one run, against the raw baseline.
 
-- Output throughput: a background process printing ``head -c 36M /dev/zero | base64`` (~48 MB)
+- Output throughput: a background process printing ``head -c 36M /dev/zero | base64`` (~51 MB)
   read live through Sandlot's WebSocket stream, vs reading the same command's output from a
-  direct aiodocker ``exec`` attach (the raw Docker stream, no persistence, no resume).
+  direct aiodocker ``exec`` attach (the raw Docker stream, no persistence, no resume). Where
+  the time goes: the CPU-seconds each stream cost, by side (in the sandbox, from its container's
+  cgroup; the engine: dockerd, containerd and the shims; the server; this client).
 - Suspend and resume of a session whose workspace holds 1,000 files (50 MiB): suspend
   (snapshot + freeze), resume onto the same sandbox, and resume after the container was
   removed (a replacement hydrated from the snapshot).
@@ -14,19 +16,56 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import math
 import os
 import secrets
+import statistics
 import time
+from collections.abc import Iterator
 
 import aiodocker
 import websockets
 from harness import IMAGE, call, header, remove_containers, row, server, store
+from load_report import cpu_groups, cpu_seconds, named
 
 INSTANCE = f"bench-stream-{secrets.token_hex(3)}"
 COMMAND = "head -c 37748736 /dev/zero | base64"  # 36 MiB in, ~48 MiB out
 MAKE_50MIB = (
     "mkdir -p d && i=0; while [ $i -lt 1000 ]; do head -c 52429 /dev/urandom > d/f$i; i=$((i+1)); done"
 )
+
+
+def container_cpu(cid: str) -> float:
+    """CPU-seconds used so far by the container's processes, execs included (cgroup v1 or v2)."""
+    with contextlib.suppress(OSError), open(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage") as f:
+        return int(f.read()) / 1e9
+    with contextlib.suppress(OSError), open(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat") as f:
+        return int(f.readline().split()[1]) / 1e6
+    return math.nan
+
+
+def engine_cpu(cid: str) -> float:
+    """dockerd's, containerd's and this container's shim's CPU-seconds (other containers' shims
+    come and go with their containers, and take their CPU time with them)."""
+    shims = [p for p in named({"containerd-shim"}) if cid in cmdline(p)]
+    return cpu_seconds(named({"dockerd", "containerd"}) + shims)
+
+
+def cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline") as f:
+        return f.read()
+    return ""
+
+
+@contextlib.contextmanager
+def cpu_used(cid: str, into: dict[str, list[float]]) -> Iterator[None]:
+    """Appends the CPU-seconds the block cost to ``into``, by side."""
+    before = {**cpu_groups(with_server=True), "sandbox": container_cpu(cid), "docker": engine_cpu(cid)}
+    yield
+    after = {**cpu_groups(with_server=True), "sandbox": container_cpu(cid), "docker": engine_cpu(cid)}
+    for side in ("sandbox", "docker", "server", "client"):
+        into.setdefault(side, []).append(after[side] - before[side])
 
 
 async def ws_throughput(http, base: str, key: str, sid: str) -> tuple[float, int]:  # type: ignore[no-untyped-def]
@@ -44,7 +83,7 @@ async def ws_throughput(http, base: str, key: str, sid: str) -> tuple[float, int
     return time.perf_counter() - t, got
 
 
-async def attach_throughput(docker: aiodocker.Docker) -> tuple[float, int]:
+async def attach_throughput(docker: aiodocker.Docker, cpu: dict[str, list[float]]) -> tuple[float, int]:
     c = await docker.containers.create(
         {
             "Image": IMAGE,
@@ -55,13 +94,15 @@ async def attach_throughput(docker: aiodocker.Docker) -> tuple[float, int]:
     )
     await c.start()
     try:
-        exe = await c.exec(["/bin/sh", "-c", COMMAND])
         got = 0
-        t = time.perf_counter()
-        async with exe.start(detach=False) as stream:
-            while (msg := await stream.read_out()) is not None:
-                got += len(msg.data)
-        return time.perf_counter() - t, got
+        with cpu_used(c.id, cpu):
+            exe = await c.exec(["/bin/sh", "-c", COMMAND])
+            t = time.perf_counter()
+            async with exe.start(detach=False) as stream:
+                while (msg := await stream.read_out()) is not None:
+                    got += len(msg.data)
+            seconds = time.perf_counter() - t
+        return seconds, got
     finally:
         await c.delete(force=True)
 
@@ -72,6 +113,8 @@ async def main(rounds: int) -> None:
     suspend: list[float] = []
     reattach: list[float] = []
     hydrate: list[float] = []
+    ws_cpu: dict[str, list[float]] = {}
+    raw_cpu: dict[str, list[float]] = {}
     async with store() as db:
         try:
             env = {"SANDLOT_PROCESS_OUTPUT_LIMIT": str(60 << 20)}
@@ -82,9 +125,13 @@ async def main(rounds: int) -> None:
                 try:
                     for _ in range(rounds):
                         _, s = await call(http, "POST", "/v1/sessions", {"environment": "b"})
-                        seconds, n = await ws_throughput(http, base, db.key, s["id"])
+                        boxes = await docker.containers.list(
+                            filters={"label": [f"dev.sandlot.sandbox={s['sandbox_id']}"]}
+                        )
+                        with cpu_used(boxes[0].id, ws_cpu):
+                            seconds, n = await ws_throughput(http, base, db.key, s["id"])
                         ws_rates.append(n / seconds / 1e6)
-                        seconds, n = await attach_throughput(docker)
+                        seconds, n = await attach_throughput(docker, raw_cpu)
                         raw_rates.append(n / seconds / 1e6)
 
                         run = f"/v1/sessions/{s['id']}/features/shell/run"
@@ -121,6 +168,13 @@ async def main(rounds: int) -> None:
     ):
         ordered = sorted(rates)
         print(f"| {name:<48} | {ordered[len(ordered) // 2]:8.1f} | {ordered[0]:8.1f} | {len(rates):5d} |")
+    sides = ("sandbox", "docker", "server", "client")
+    names = " | ".join(f"{k if k != 'docker' else 'engine':>8}" for k in sides)
+    print(f"\n| {'CPU-seconds per stream (median)':<48} | {names} |")
+    print(f"|{'-' * 50}|{'-' * 10}|{'-' * 10}|{'-' * 10}|{'-' * 10}|")
+    for name, cpu in (("Sandlot WebSocket stream", ws_cpu), ("aiodocker exec attach", raw_cpu)):
+        cells = " | ".join(f"{statistics.median(cpu[k]):8.2f}" for k in sides)
+        print(f"| {name:<48} | {cells} |")
     print()
     print(header())
     print(row("suspend, 1,000 files / 50 MiB (snapshot + freeze)", suspend))
