@@ -9,7 +9,8 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -18,11 +19,32 @@ from sandlot.domain.keys import Scope
 from sandlot.services.accounts import Principal
 from sandlot.store.repositories import AuditRepository, take_token
 from sandlot.store.tables import AuditEvent
+from sandlot.store.types import utcnow
 
-__all__ = ["Allowance", "AuditService", "RateLimiter"]
+__all__ = ["Allowance", "AuditEntry", "AuditService", "RateLimiter"]
 
 log = logging.getLogger(__name__)
 _MAX_PENDING = 100_000  # events kept while the store cannot take them, at most
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One state-changing request by a key, as the ``Accountable`` middleware saw it (the
+    columns of ``audit_events``; a plain record, not a table row: building SQLModel rows for
+    a burst's events cost more CPU than writing them)."""
+
+    tenant_id: str
+    key_id: str
+    operator: bool
+    action: str
+    target: str
+    status: int
+    outcome: str
+    client: str
+    at: datetime = field(default_factory=utcnow)
+
+    def row(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +101,10 @@ class AuditService:
     ) -> None:
         self._writes = writes
         self._reads = reads
-        self._pending: list[AuditEvent] = []
+        self._pending: list[AuditEntry] = []
         self._lock = asyncio.Lock()
 
-    def record(self, event: AuditEvent) -> None:
+    def record(self, event: AuditEntry) -> None:
         """Keep one event; it is written with the others of the moment by :meth:`flush` (the
         request it describes is already answered: its write is off the request's path)."""
         if len(self._pending) >= _MAX_PENDING:
@@ -99,7 +121,7 @@ class AuditService:
                 return 0
             try:
                 async with self._writes.begin() as session:
-                    await AuditRepository(session, None).add_many(batch)
+                    await AuditRepository(session, None).add_many([e.row() for e in batch])
             except Exception:
                 log.exception("could not write %d audit events; keeping them", len(batch))
                 self._pending[:0] = batch
