@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from sandlot.domain.errors import RateLimited
 from sandlot.domain.keys import Scope
@@ -64,10 +64,11 @@ class Allowance:
 
 
 class RateLimiter:
-    """``rate`` requests a second per key on average, ``burst`` at once (``rate`` 0: no limit)."""
+    """``rate`` requests a second per key on average, ``burst`` at once (``rate`` 0: no limit);
+    the buckets live in the store behind ``counters`` (see ``make_engine(durable=False)``)."""
 
-    def __init__(self, writes: async_sessionmaker[AsyncSession], rate: float, burst: int) -> None:
-        self._writes = writes
+    def __init__(self, counters: AsyncEngine, rate: float, burst: int) -> None:
+        self._counters = counters.execution_options(isolation_level="AUTOCOMMIT")
         self.rate = rate
         self.burst = burst
 
@@ -76,8 +77,8 @@ class RateLimiter:
         wait. None when there is no limit."""
         if self.rate <= 0:
             return None
-        async with self._writes() as session:
-            allowed, tokens = await take_token(session, principal.key_id, time.time(), self.rate, self.burst)
+        async with self._counters.connect() as conn:  # one statement: no ORM session
+            allowed, tokens = await take_token(conn, principal.key_id, time.time(), self.rate, self.burst)
         reset = math.ceil((self.burst - tokens) / self.rate)
         allowance = Allowance(self.burst, max(math.floor(tokens), 0), reset)
         if not allowed:
