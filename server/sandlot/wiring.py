@@ -179,7 +179,7 @@ async def _services(
         overview=OverviewService(reads, environments, pools, health),
         charts=ChartService(reads),
         limits=RateLimiter(
-            make_sessionmaker(counters.execution_options(isolation_level="AUTOCOMMIT")),
+            counters,
             settings.rate_limit_per_second,
             settings.rate_limit_burst,
         ),

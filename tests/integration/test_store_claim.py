@@ -117,3 +117,29 @@ async def test_claim_with_a_taken_session_id_is_a_conflict_and_claims_nothing(db
             assert box is not None and box.status == "ready"  # rolled back with the insert
     finally:
         await engine.dispose()
+
+
+async def test_claim_within_quota_claims_only_below_the_session_quota(db_url: str) -> None:
+    engine = make_engine(db_url)
+    sessions = make_sessionmaker(engine)
+    try:
+        async with sessions.begin() as s:
+            s.add(Tenant(id="ten_1", name="t", max_sessions=1))
+        async with sessions.begin() as s:
+            s.add_all([_box("ten_1", "sbx_a", 2), _box("ten_1", "sbx_b", 1)])
+        async with sessions.begin() as s:
+            got, counted = await PoolRepository(s).claim_within_quota(
+                "env_1", "img", _session("ten_1", "s1"), "r"
+            )
+        assert got is not None and got.id == "sbx_a" and counted == (1, 0)
+        async with sessions.begin() as s:
+            refused, counted = await PoolRepository(s).claim_within_quota(
+                "env_1", "img", _session("ten_1", "s2"), "r"
+            )
+        assert refused is None and counted == (1, 1)
+        async with sessions() as s:
+            assert await s.get(Session, "s2") is None  # nothing written past the quota
+            box = await s.get(Sandbox, "sbx_b")
+            assert box is not None and box.status == "ready"
+    finally:
+        await engine.dispose()

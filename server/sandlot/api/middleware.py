@@ -20,7 +20,7 @@ from opentelemetry.trace import Tracer
 from sandlot.api.deps import ALLOWANCE, CALLER
 from sandlot.observability.tracing import bind_tracer, name_request_span, route_of, unbind_tracer
 from sandlot.services.accounts import Principal
-from sandlot.store.tables import AuditEvent
+from sandlot.services.audit import AuditEntry
 
 __all__ = ["Accountable", "RefuseNul", "RequestTracing"]
 
@@ -135,7 +135,7 @@ def _record(scope: Scope, caller: Principal, status: int, body: bytes) -> None:
         target = f"{target},{answer['id']}" if target else answer["id"]
     route = route_of(scope) or scope.get("path", "")
     client = scope.get("client") or ("",)
-    event = AuditEvent(
+    event = AuditEntry(
         tenant_id=caller.tenant_id,
         key_id=caller.key_id,
         operator=caller.is_operator,

@@ -23,6 +23,7 @@ from sandlot.domain.keys import (
     split_key,
 )
 from sandlot.domain.quotas import QUOTAS
+from sandlot.services.coalesce import Coalesced
 from sandlot.store.repositories import ApiKeyRepository, TenantRepository
 from sandlot.store.tables import ApiKey, Tenant
 from sandlot.store.types import utcnow
@@ -102,6 +103,8 @@ class AccountService:
         self._cache: TTLCache[str, Principal] | None = (
             TTLCache(AUTH_CACHE_SIZE, cache_seconds) if cache_seconds > 0 else None
         )
+        # prefix -> the read of that key under way: a burst with one key reads it once
+        self._lookups: Coalesced[str, ApiKey | None] = Coalesced()
 
     async def create_tenant(self, name: str, *, allow_network: bool = False, **quota: Any) -> Tenant:
         """A tenant; quotas not given (see ``QUOTAS``) take the defaults."""
@@ -165,6 +168,7 @@ class AccountService:
             key = await repo.by_prefix(key_id_or_prefix) or await repo.get(key_id_or_prefix)
             if key.revoked_at is None:
                 key.revoked_at = utcnow()
+        self._lookups.forget()
         if self._cache is not None:
             for token in [t for t, p in self._cache.items() if p.key_id == key.id]:
                 self._cache.pop(token, None)
@@ -187,8 +191,7 @@ class AccountService:
         if cached is not None:
             return cached
         prefix = split_key(token)
-        async with self._reads() as session:
-            key = await ApiKeyRepository(session).by_prefix(prefix)
+        key = await self._lookups.get(prefix, lambda: self._key_by_prefix(prefix))
         if key is None or not keys_match(token, key.digest):
             raise NotAuthenticated("unknown API key")
         if key.revoked_at is not None:
@@ -197,6 +200,10 @@ class AccountService:
         if self._cache is not None:
             self._cache[token] = principal
         return principal
+
+    async def _key_by_prefix(self, prefix: str) -> ApiKey | None:
+        async with self._reads() as session:
+            return await ApiKeyRepository(session).by_prefix(prefix)
 
     async def issue_token(self, principal: Principal, audience: str, ttl: int = 60) -> tuple[str, int]:
         """A short-lived token for one ``audience`` (such as ``pty:<session id>``), for clients

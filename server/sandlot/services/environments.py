@@ -17,6 +17,7 @@ from sandlot.domain.users import check_user_name
 from sandlot.features.base import Feature
 from sandlot.features.registry import FeatureRegistry
 from sandlot.services.accounts import Principal
+from sandlot.services.coalesce import Coalesced
 from sandlot.services.sandboxes import IMAGE_RE
 from sandlot.store.repositories import EnvironmentRepository
 from sandlot.store.tables import Environment
@@ -65,6 +66,7 @@ class EnvironmentService:
         self._exec_users_allowed = frozenset(allowed_users)  # the service's exec_users_allowed
         self._cache: dict[tuple[str | None, str], tuple[Environment, float]] = {}
         self._feature_cache: dict[str, tuple[datetime, dict[str, Feature]]] = {}
+        self._lookups: Coalesced[tuple[str | None, str], Environment] = Coalesced()
 
     def _validate(self, fields: Mapping[str, Any]) -> None:
         images = fields.get("images")
@@ -112,12 +114,15 @@ class EnvironmentService:
         hit = self._cache.get(key)
         if hit is not None and time.monotonic() - hit[1] < CONFIG_CACHE_SECONDS:
             return hit[0]
-        async with self._reads() as session:
-            env = await EnvironmentRepository(session, tenant_id).get(id_or_name)
+        env = await self._lookups.get(key, lambda: self._read(tenant_id, id_or_name))
         if len(self._cache) > 10_000:
             self._cache.clear()
         self._cache[key] = (env, time.monotonic())
         return env
+
+    async def _read(self, tenant_id: str | None, id_or_name: str) -> Environment:
+        async with self._reads() as session:
+            return await EnvironmentRepository(session, tenant_id).get(id_or_name)
 
     def features_of(self, env: Environment) -> dict[str, Feature]:
         """The environment's feature instances, rebuilt when its configuration changes."""
@@ -133,6 +138,7 @@ class EnvironmentService:
 
     def forget(self) -> None:
         self._cache.clear()
+        self._lookups.forget()
 
     async def list(self, principal: Principal) -> Sequence[Environment]:
         principal.require(Scope.SANDBOXES_READ)

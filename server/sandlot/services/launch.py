@@ -26,7 +26,7 @@ from sandlot.features.base import SessionContext
 from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
-from sandlot.services.quotas import check_sessions
+from sandlot.services.quotas import check_sessions, refuse_sessions
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
 from sandlot.store.blobs import one_chunk
@@ -136,11 +136,12 @@ class SessionLauncher:
         """Give the new session ``row`` a sandbox and make it ready; returns whether the
         sandbox came warm from the pool. ``files``: each manifest file and its resolved path."""
         sid = row.id
-        async with self._reads() as session:
-            await check_sessions(session, env.tenant_id)  # the clear refusal, before any work
         # Warm path: claim a ready sandbox straight into the session and record the session,
-        # atomically (one statement on PostgreSQL).
-        box = await self._pools.claim(env, row.image, row, f"session {sid} started")
+        # atomically and only below the session quota (one statement on PostgreSQL). The
+        # quota's clear refusal, before any work, is on the counts read with the claim.
+        box, (quota, live) = await self._pools.claim(env, row.image, row, f"session {sid} started")
+        if box is None:
+            refuse_sessions(quota, live)
         warm = box is not None
         try:
             if box is None:

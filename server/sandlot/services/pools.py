@@ -181,17 +181,22 @@ class PoolService:
                 environment=env.name,
             ) from exc
 
-    async def claim(self, env: Environment, image: str, into: Session, reason: str) -> Sandbox | None:
-        """Take a warm sandbox straight into the session ``into`` and record that session, or
-        None when the pool has none ready (then no session row was written)."""
+    async def claim(
+        self, env: Environment, image: str, into: Session, reason: str
+    ) -> tuple[Sandbox | None, tuple[int, int]]:
+        """Take a warm sandbox straight into the session ``into`` and record that session, if
+        the tenant's live sessions are below its quota. Returns the sandbox, or None when the
+        pool has none ready or the quota is reached (then no session row was written), and
+        (the session quota, the live sessions) as counted just before (see
+        ``PoolRepository.claim_within_quota``)."""
         with span("pool.claim", environment=env.name, image=image, session=into.id) as sp:
             async with single_statement_sessions(self._engine, self._sessions, self._reads) as session:
-                row = await PoolRepository(session).claim_ready(env.id, image, into, reason)
+                row, counted = await PoolRepository(session).claim_within_quota(env.id, image, into, reason)
             if row is not None:
                 sp.set_attribute(ATTR["sandbox"], row.id)
                 sp.add_event("sandbox.status", {ATTR["sandbox"]: row.id, ATTR["to_status"]: "acquired"})
                 sp.add_event("sandbox.status", {ATTR["sandbox"]: row.id, ATTR["to_status"]: "in_session"})
-            return row
+            return row, counted
 
     async def create_for(self, env: Environment, image: str, session_id: str) -> Sandbox:
         """Create a sandbox on demand for a session (status ``acquired``), within ``max``."""

@@ -18,7 +18,7 @@ from sandlot.store.repositories.content import snapshot_storage
 from sandlot.store.repositories.usage import TenantUsage, live_sessions, tenant_usage
 from sandlot.store.tables import Tenant
 
-__all__ = ["check_quota", "check_sessions", "check_snapshots", "tenant_ttl"]
+__all__ = ["check_quota", "check_sessions", "check_snapshots", "refuse_sessions", "tenant_ttl"]
 
 
 async def _lock_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
@@ -86,7 +86,11 @@ async def tenant_ttl(session: AsyncSession, tenant_id: str, ttl: int | None) -> 
 async def check_sessions(session: AsyncSession, tenant_id: str, *, starting: int = 1) -> None:
     """Refuse when the tenant's live sessions (active or suspended), with ``starting`` more,
     would pass its quota (``starting=0``: a check once the new one is recorded)."""
-    quota, live = await live_sessions(session, tenant_id)
+    refuse_sessions(*await live_sessions(session, tenant_id), starting=starting)
+
+
+def refuse_sessions(quota: int, live: int, *, starting: int = 1) -> None:
+    """:func:`check_sessions` on counts already read (``quota``, ``live``)."""
     if live + starting > quota:
         raise _over("sessions", quota, live - (1 - starting))
 

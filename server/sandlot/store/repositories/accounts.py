@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import String, bindparam, func
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 
@@ -57,7 +59,7 @@ class ApiKeyRepository:
         return key
 
     async def by_prefix(self, prefix: str) -> ApiKey | None:
-        return (await self.session.scalars(select(ApiKey).where(col(ApiKey.prefix) == prefix))).first()
+        return (await self.session.scalars(_by_prefix_statement(), {"prefix": prefix})).first()
 
     async def get(self, key_id: str) -> ApiKey:
         key = await self.session.get(ApiKey, key_id)
@@ -73,3 +75,10 @@ class ApiKeyRepository:
 
     async def count(self) -> int:
         return (await self.session.scalar(select(func.count()).select_from(ApiKey))) or 0
+
+
+@functools.cache
+def _by_prefix_statement() -> Any:
+    """The key with parameter ``prefix``; built once (every request whose key is not cached
+    reads it)."""
+    return select(ApiKey).where(col(ApiKey.prefix) == bindparam("prefix", type_=String))

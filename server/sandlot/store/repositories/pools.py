@@ -7,16 +7,17 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import TextualSelect, Update, bindparam, func, text, update
+from sqlalchemy import Integer, TextualSelect, Update, bindparam, column, func, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 
 from sandlot.domain.errors import Conflict
-from sandlot.domain.status import SandboxStatus, transition
+from sandlot.domain.status import SESSION_ACTIVE, SESSION_SUSPENDED, SandboxStatus, transition
 from sandlot.store.repositories.sandboxes import ACTIVE
 from sandlot.store.repositories.sessions import SessionRepository
+from sandlot.store.repositories.usage import live_sessions
 from sandlot.store.tables import (
     Sandbox,
     SandboxEvent,
@@ -73,9 +74,25 @@ class PoolRepository:
         so an autocommit session makes it one round trip; elsewhere the caller's transaction
         holds the three writes together.
         """
+        row, _ = await self._claim(environment_id, image, into, reason, within_quota=False)
+        return row
+
+    async def claim_within_quota(
+        self, environment_id: str, image: str, into: Session, reason: str
+    ) -> tuple[Sandbox | None, tuple[int, int]]:
+        """:meth:`claim_ready`, only while the tenant's live sessions (active or suspended) are
+        fewer than its session quota. Returns the sandbox (None: none ready, or the quota is
+        reached) and (the quota, the live sessions) as counted before the claim: on
+        PostgreSQL in the claim's own statement, elsewhere in the caller's transaction."""
+        return await self._claim(environment_id, image, into, reason, within_quota=True)
+
+    async def _claim(
+        self, environment_id: str, image: str, into: Session, reason: str, *, within_quota: bool
+    ) -> tuple[Sandbox | None, tuple[int, int]]:
         transition(SandboxStatus.READY, SandboxStatus.ACQUIRED)
         transition(SandboxStatus.ACQUIRED, SandboxStatus.IN_SESSION)
         postgres = self.session.get_bind().dialect.name == "postgresql"
+        counted = (0, 0)
         for _ in range(5):
             params: dict[str, Any] = {
                 "want_env": environment_id,
@@ -86,15 +103,19 @@ class PoolRepository:
                 "now": utcnow(),
             }
             if postgres:
-                row = await self._claim_in_one_statement(into, params)
+                row, counted = await self._claim_in_one_statement(into, params, within_quota)
             else:
+                if within_quota:
+                    counted = await live_sessions(self.session, into.tenant_id)
+                    if counted[1] + 1 > counted[0]:
+                        return None, counted
                 row = await self._claim_in_transaction(into, params)
-            if row is not None:
-                return row
+            if row is not None or (within_quota and counted[1] + 1 > counted[0]):
+                return row, counted
             if not await self._any_ready(environment_id, image):
-                return None
+                return None, counted
             # lost a race for the row we saw; try the next one
-        return None
+        return None, counted
 
     async def _claim_in_transaction(self, into: Session, params: dict[str, Any]) -> Sandbox | None:
         claim = _claim_update().returning(*_SANDBOX_TABLE.c)
@@ -119,17 +140,24 @@ class PoolRepository:
         await SessionRepository(self.session, None).add(into)
         return row
 
-    async def _claim_in_one_statement(self, into: Session, params: dict[str, Any]) -> Sandbox | None:
+    async def _claim_in_one_statement(
+        self, into: Session, params: dict[str, Any], within_quota: bool
+    ) -> tuple[Sandbox | None, tuple[int, int]]:
         values = {f"s_{c.name}": getattr(into, c.name) for c in _SESSION_COLUMNS if c.name != "sandbox_id"}
         try:
-            found = (await self.session.execute(_claim_statement(), {**params, **values})).first()
+            statement = _claim_statement(within_quota)
+            found = (await self.session.execute(statement, {**params, **values})).first()
         except IntegrityError as exc:
             ref = into.client_ref or into.id
             raise Conflict(f"session {ref!r} exists", session_id=ref) from exc
-        if found is None:
-            return None
-        into.sandbox_id = found.id
-        return Sandbox(**found._mapping)
+        if found is None:  # no tenant row: nothing counted, nothing claimed
+            return None, (0, 0)
+        fields = found._mapping
+        counted = (int(fields["quota_limit"]), int(fields["quota_live"])) if within_quota else (0, 0)
+        if fields["id"] is None:
+            return None, counted
+        into.sandbox_id = fields["id"]
+        return Sandbox(**{name: fields[name] for name in _SANDBOX_NAMES}), counted
 
     async def _any_ready(self, environment_id: str, image: str) -> bool:
         query = (
@@ -156,6 +184,7 @@ _CLAIM_EVENTS = (
 )
 _SESSION_COLUMNS = list(Session.__table__.c)  # type: ignore[attr-defined]
 _SANDBOX_TABLE = Sandbox.__table__  # type: ignore[attr-defined]
+_SANDBOX_NAMES = [c.name for c in _SANDBOX_TABLE.c]
 
 
 def _claim_update() -> Update:
@@ -186,26 +215,35 @@ def _claim_update() -> Update:
 
 
 @functools.cache
-def _claim_statement() -> TextualSelect:
+def _claim_statement(within_quota: bool) -> TextualSelect:
     """The PostgreSQL claim as one statement, built once: the claiming ``UPDATE`` (the same
     as :func:`_claim_update`) and the inserts of both status events and of the session row,
-    as data-modifying CTEs."""
+    as data-modifying CTEs. ``within_quota``: the tenant's session quota and live sessions
+    are counted first (columns ``quota_limit``, ``quota_live``: a row even when nothing was
+    claimed), and the claim happens only below the quota."""
     ready, acquired, in_session = (
         SandboxStatus.READY.value,
         SandboxStatus.ACQUIRED.value,
         SandboxStatus.IN_SESSION.value,
     )
-    box_columns = ", ".join(c.name for c in _SANDBOX_TABLE.c)
+    box_columns = ", ".join(_SANDBOX_NAMES)
     session_names = [c.name for c in _SESSION_COLUMNS]
     session_values = ", ".join("id" if n == "sandbox_id" else f":s_{n}" for n in session_names)
+    live = ", ".join(f"'{status}'" for status in (SESSION_ACTIVE, SESSION_SUSPENDED))
+    quota = f"""quota AS (
+  SELECT max_sessions AS quota_limit,
+         (SELECT count(*) FROM sessions WHERE tenant_id = :s_tenant_id AND status IN ({live})) AS quota_live
+    FROM tenants WHERE id = :s_tenant_id
+), """
+    guard = " AND EXISTS (SELECT 1 FROM quota WHERE quota_live < quota_limit)"
     sql = f"""
-WITH claimed AS (
+WITH {quota if within_quota else ""}claimed AS (
   UPDATE sandboxes
      SET status = '{in_session}', status_reason = :reason, session_id = :claim_session, updated_at = :now
    WHERE id = (SELECT id FROM sandboxes
                 WHERE environment_id = :want_env AND image = :want_image AND status = '{ready}'
                 ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-     AND status = '{ready}'
+     AND status = '{ready}'{guard if within_quota else ""}
   RETURNING {box_columns}
 ), events AS (
   INSERT INTO sandbox_events (sandbox_id, tenant_id, from_status, to_status, reason, at)
@@ -215,8 +253,15 @@ WITH claimed AS (
 ), new_session AS (
   INSERT INTO sessions ({", ".join(session_names)}) SELECT {session_values} FROM claimed
 )
-SELECT {box_columns} FROM claimed
+{_CLAIM_RESULT_COUNTED if within_quota else "SELECT * FROM claimed"}
 """
     binds = [bindparam(f"s_{c.name}", type_=c.type) for c in _SESSION_COLUMNS if c.name != "sandbox_id"]
     binds.append(bindparam("now", type_=_SANDBOX_TABLE.c.updated_at.type))
-    return text(sql).bindparams(*binds).columns(*_SANDBOX_TABLE.c)
+    counts = [column("quota_limit", Integer), column("quota_live", Integer)] if within_quota else []
+    return text(sql).bindparams(*binds).columns(*_SANDBOX_TABLE.c, *counts)
+
+
+# the claimed row (all NULL when none) and the counts, one row whenever the tenant exists
+_CLAIM_RESULT_COUNTED = (
+    "SELECT claimed.*, quota.quota_limit, quota.quota_live FROM quota LEFT JOIN claimed ON true"
+)

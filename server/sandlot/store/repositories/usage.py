@@ -8,7 +8,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import String, bindparam, func
+from sqlalchemy import String, bindparam, func, literal_column
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 
@@ -59,11 +59,9 @@ def _live_sessions_statement() -> Any:
     """(the tenant's session quota, its live sessions), for parameter ``tenant_id``; built once
     (building it cost more than running it, on a session's start)."""
     tenant_id = bindparam("tenant_id", type_=String)
-    count = (
-        select(func.count())
-        .where(col(Session.tenant_id) == tenant_id, col(Session.status).in_(_LIVE))
-        .scalar_subquery()
-    )
+    # the statuses as literals: an IN of bound values is re-rendered at every execution
+    live = col(Session.status).in_([literal_column(f"'{status}'") for status in _LIVE])
+    count = select(func.count()).where(col(Session.tenant_id) == tenant_id, live).scalar_subquery()
     return select(col(Tenant.max_sessions), count).where(col(Tenant.id) == tenant_id)
 
 
