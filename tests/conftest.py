@@ -18,6 +18,7 @@ import pytest
 from sandlot.runtime.base import LABEL_INSTANCE
 from sandlot.runtime.docker import DockerRuntime
 from sandlot.runtime.local import LocalRuntime
+from sandlot.runtime.shells import ShellManager
 from sandlot.store import migrate
 
 #: Every container and local sandbox of this test run carries a label value starting with this.
@@ -89,6 +90,18 @@ async def docker_runtime() -> AsyncIterator[DockerRuntime]:
         assert await runtime.image_exists(image), f"{image} missing: run scripts/test.sh"
     yield runtime
     await runtime.close()
+
+
+@pytest.fixture(scope="session")
+async def channel_runtime() -> AsyncIterator[DockerRuntime]:
+    """Docker with its file reads and writes and its programs going through an idle shell
+    opened on each sandbox (see runtime/channels.py): the same contract must hold."""
+    rt = DockerRuntime(instance=RUNTIME_INSTANCE)
+    rt.test_shells = ShellManager(rt)  # type: ignore[attr-defined]
+    rt.use_channels(rt.test_shells.channel)  # type: ignore[attr-defined]
+    yield rt
+    await rt.test_shells.close_all()  # type: ignore[attr-defined]
+    await rt.close()
 
 
 @pytest.fixture(scope="session")

@@ -52,10 +52,6 @@ class MoveArgs(ActivityArgs):
     destination: PathArg
 
 
-def _q(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
 def _name(raw: bytes) -> str:
     return raw.decode(errors="replace")
 
@@ -82,13 +78,8 @@ class FilesFeature(Feature):
         return octal("" if path == root else path[len(root) + 1 :])
 
     async def _fs(self, ctx: SessionContext, script: str, *paths: str) -> list[bytes]:
-        args = " ".join(_q(a) for a in (ctx.workspace, *(self._rel(ctx, p) for p in paths)))
-        res = await ctx.shell().run(
-            f"/bin/sh -c {_q(script)} sandlot_fs {args}",
-            timeout=60,
-            silence_timeout=None,
-            output_limit=16 << 20,
-        )
+        args = [ctx.workspace, *(self._rel(ctx, p) for p in paths)]
+        res = await ctx.runtime.run_program(ctx.ref, script, args, timeout=60, output_limit=16 << 20)
         if res.timed_out:
             raise InvalidInput(f"the file operation on {paths[0]!r} timed out")
         if res.exit_code in FILE_EXIT_CODES:

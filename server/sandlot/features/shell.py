@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from shlex import quote as shell_quote
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -65,22 +64,18 @@ class ShellFeature(Feature):
     description = "A persistent shell: cwd and exported variables carry over between commands."
 
     async def housekeep(self, ctx: SandboxContext) -> None:
-        """Keepalive: an idle sandbox must start a shell within a few seconds and its
-        workspace must be a writable directory. When this process holds the shell opened for
+        """Keepalive: an idle sandbox must run a program of ours within a few seconds and its
+        workspace must be a writable directory. Where this process holds the shell opened for
         the sandbox while it waits in the pool (the one its next session adopts), the check runs
-        there: a shell that answers is the proof, and an idle pool costs the engine no
-        ``docker exec`` per sandbox and round. A sandbox a session took since the round listed
-        it is not idle: nothing to check."""
-        argv = ["/bin/sh", "-c", _WRITABLE_WORKSPACE, "sh", ctx.workspace]
+        there (``run_program``): a shell that answers is the proof, and an idle pool costs the
+        engine no ``docker exec`` per sandbox and round. A sandbox a session took since the
+        round listed it is not idle: nothing to check."""
+        if ctx.shells is not None and ctx.shells.in_session(ctx.ref):
+            return
         try:
-            warm = None
-            if ctx.shells is not None:
-                if ctx.shells.in_session(ctx.ref):
-                    return
-                where = shell_quote(ctx.workspace)
-                check = f"test -d {where} && test -w {where}"
-                warm = await ctx.shells.check_warm(ctx.sandbox_id, ctx.ref, check, KEEPALIVE_SECONDS)
-            res = warm or await ctx.runtime.exec(ctx.ref, ExecRequest(argv, timeout=KEEPALIVE_SECONDS))
+            res = await ctx.runtime.run_program(
+                ctx.ref, _WRITABLE_WORKSPACE, [ctx.workspace], timeout=KEEPALIVE_SECONDS
+            )
         except SandlotError as exc:
             raise SandboxStateError(f"keepalive failed: {exc.message}") from exc
         if res.exit_code != 0:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from sandlot.runtime.archives import ArchiveReport
+    from sandlot.runtime.channels import ChannelLookup
     from sandlot.runtime.listing import Listed
 
 __all__ = [
@@ -278,6 +279,26 @@ class SandboxRuntime(Protocol):
         """Run a command to completion, bounded by its timeout and output limit."""
         ...
 
+    async def run_program(
+        self,
+        ref: str,
+        script: str,
+        args: Sequence[str] = (),
+        *,
+        stdin: bytes | None = None,
+        timeout: float = 10.0,
+        output_limit: int = 1 << 16,
+    ) -> ExecResult:
+        """Run a program of the service's (``sh -c script sh args...``) as the sandbox user with
+        the helper PATH: in the sandbox's idle channel (see ``use_channels``), else in a process
+        of its own. One still running at ``timeout`` is killed: ``timed_out``, no exit code."""
+        ...
+
+    def use_channels(self, lookup: ChannelLookup) -> None:
+        """Where ``run_program`` (and the Docker runtime's file reads and writes) may find an
+        attached, idle shell of a sandbox (see :mod:`sandlot.runtime.channels`)."""
+        ...
+
     async def open_process(
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
     ) -> ProcessStream:
@@ -314,10 +335,12 @@ class SandboxRuntime(Protocol):
         takes about a second (two samples). Raises :class:`SandboxStateError` when gone."""
         ...
 
-    async def reset(self, ref: str, workspace: str) -> None:
+    async def reset(self, ref: str, workspace: str, *, then_shell: bool = False) -> ProcessStream | None:
         """Make the sandbox a clean slate for another session: kill every process a client
         started, empty the workspace and every other writable place. Raises
-        :class:`SandboxStateError` unless that can be proven (the sandbox is then replaced)."""
+        :class:`SandboxStateError` unless that can be proven (the sandbox is then replaced).
+        ``then_shell``: return a fresh ``/bin/sh`` started in the clean sandbox, attached (the
+        next session's shell; on Docker the reset's own process becomes it: one exec)."""
         ...
 
     async def write_file(

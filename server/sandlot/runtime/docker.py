@@ -33,15 +33,25 @@ from sandlot.runtime.base import (
     FileStream,
     LimitsHit,
     OwnedSandbox,
+    ProcessStream,
     SandboxSpec,
     Usage,
     WorkspaceScan,
 )
-from sandlot.runtime.docker_config import NETWORK, NETWORK_OPTIONS, Facts, container_config
+from sandlot.runtime.channels import ChannelLookup, Channels
+from sandlot.runtime.docker_config import Facts
+from sandlot.runtime.docker_create import create_container, ensure_network, sized_layers
 from sandlot.runtime.docker_reset import CleanSlate
 from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
-from sandlot.runtime.scripts import KILL_SESSION, KILL_TREE, LIMIT_COUNTS, STATE_ROOT
+from sandlot.runtime.scripts import (
+    HELPER_PATH,
+    HELPER_UNSET,
+    KILL_SESSION,
+    KILL_TREE,
+    LIMIT_COUNTS,
+    STATE_ROOT,
+)
 
 __all__ = ["DockerRuntime"]
 
@@ -50,14 +60,8 @@ log = logging.getLogger(__name__)
 # connecting must be quick; reading may take as long as a command or a transfer does
 _TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_connect=10, sock_read=None)
 _PING_SECONDS = 10.0
-# drivers that can size a container's writable layer (StorageOpt size)
-_SIZED_DRIVERS = ("btrfs", "zfs")
-#: The environment our own programs run with, whatever the sandbox's environment says: a
-#: session's PATH or preloaded library must not stand in for the tools a reset relies on.
-HELPER_ENV = {
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    **dict.fromkeys(("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "ENV", "BASH_ENV", "CDPATH"), ""),
-}
+#: The environment our own programs run with (see scripts.HELPER_PATH).
+HELPER_ENV = {"PATH": HELPER_PATH, **dict.fromkeys(HELPER_UNSET, "")}
 
 
 class DockerRuntime:
@@ -69,7 +73,7 @@ class DockerRuntime:
 
     def __init__(self, url: str | None = None, instance: str = "default") -> None:
         self._url = url
-        self._instance = instance
+        self.instance = instance
         self._client: aiodocker.Docker | None = None
         self._limits_seen: dict[str, tuple[int, int]] = {}  # OOM kills, refused forks
         self.disk_limits = False
@@ -77,6 +81,7 @@ class DockerRuntime:
         self._facts: dict[str, Facts] = {}
         self._clean = CleanSlate(self)
         self._network_ready = False
+        self.channels = Channels()
 
     @property
     def docker(self) -> aiodocker.Docker:
@@ -105,23 +110,10 @@ class DockerRuntime:
                 with engine("ping"):
                     await self.docker.version()
                     if not self._storage_checked:
-                        self._learn_storage(await self.docker.system.info())
+                        self.disk_limits = sized_layers(await self.docker.system.info())
+                        self._storage_checked = True
         except TimeoutError as exc:
             raise RuntimeUnavailable(f"the Docker engine did not answer within {_PING_SECONDS:g} s") from exc
-
-    def _learn_storage(self, info: Mapping[str, Any]) -> None:
-        driver = str(info.get("Driver", ""))
-        backing = {str(k): str(v) for k, v in (info.get("DriverStatus") or [])}.get("Backing Filesystem", "")
-        self.disk_limits = driver in _SIZED_DRIVERS or (driver == "overlay2" and backing == "xfs")
-        self._storage_checked = True
-        if not self.disk_limits:
-            log.warning(
-                "DISK LIMITS ARE NOT ENFORCED: the Docker engine's storage (%s on %s) cannot size "
-                "containers; use btrfs, zfs or overlay2 on xfs with pquota "
-                "(scripts/ensure-docker.sh sets up btrfs)",
-                driver,
-                backing or "?",
-            )
 
     async def _image_user(self, image: str) -> str | None:
         """The user ``image`` runs as ("" for root), or None when there is no such image."""
@@ -135,26 +127,6 @@ class DockerRuntime:
     async def image_exists(self, image: str) -> bool:
         return await self._image_user(image) is not None
 
-    async def _ensure_network(self) -> None:
-        """The one bridge network sandboxes with network access share (no traffic between
-        containers on it)."""
-        if self._network_ready:
-            return
-        config = {
-            "Name": NETWORK,
-            "Driver": "bridge",
-            "CheckDuplicate": True,
-            "Options": NETWORK_OPTIONS,
-            "Labels": {LABEL_MANAGED: "1"},
-        }
-        try:
-            with engine("network create"):
-                await self.docker.networks.create(config)
-        except SandboxStateError as exc:  # 409: it exists already
-            if not isinstance(exc.__cause__, aiodocker.DockerError) or exc.__cause__.status != 409:
-                raise
-        self._network_ready = True
-
     def ref_for(self, sandbox_id: str) -> str:
         return f"sandlot-{sandbox_id}"
 
@@ -164,11 +136,12 @@ class DockerRuntime:
         image_user = await self._image_user(spec.image)
         if image_user is None:
             raise ImageNotFound(f"image {spec.image!r} is not available", image=spec.image)
-        if spec.network:
-            await self._ensure_network()
+        if spec.network and not self._network_ready:
+            await ensure_network(self.docker)
+            self._network_ready = True
         name = self.ref_for(spec.sandbox_id)
         try:
-            container, facts = await self._create_container(spec, name, image_user)
+            container, facts = await create_container(self, spec, name, image_user)
         except aiodocker.DockerError as exc:
             raise engine_error(exc, "create") from exc
         self._facts[container.id] = facts
@@ -188,30 +161,6 @@ class DockerRuntime:
         self._limits_seen[container.id] = (0, 0)
         await self._clean.learn(container.id, spec.workspace)
         return str(container.id)
-
-    async def _create_container(self, spec: SandboxSpec, name: str, image_user: str) -> tuple[Any, Facts]:
-        """Create the container; a leftover of an interrupted create under the same name is
-        removed first, and an engine that cannot size layers after all is remembered."""
-        for _ in range(3):
-            body, facts = container_config(
-                spec, instance=self._instance, image_user=image_user, disk_limits=self.disk_limits
-            )
-            try:
-                with engine("create"):
-                    return await self.docker.containers.create(body, name=name), facts
-            except SandboxStateError as exc:
-                cause = exc.__cause__
-                if not isinstance(cause, aiodocker.DockerError):
-                    raise
-                text = str(cause.message).lower()
-                if self.disk_limits and ("storage" in text or "quota" in text):
-                    log.warning("the engine refused a sized layer (%s); disk limits not enforced", text)
-                    self.disk_limits = False
-                elif cause.status == 409 and "name" in text:
-                    await self.remove(name)
-                else:
-                    raise cause from None
-        raise SandboxStateError(f"could not create container {name}")
 
     async def remove(self, ref: str) -> None:
         self._limits_seen.pop(ref, None)
@@ -304,6 +253,30 @@ class DockerRuntime:
     async def exec(self, ref: str, request: ExecRequest) -> ExecResult:
         return await docker_exec.run_command(self, ref, request)
 
+    def use_channels(self, lookup: ChannelLookup) -> None:
+        self.channels.use(lookup)
+
+    async def run_program(
+        self,
+        ref: str,
+        script: str,
+        args: Sequence[str] = (),
+        *,
+        stdin: bytes | None = None,
+        timeout: float = 10.0,
+        output_limit: int = 1 << 16,
+    ) -> ExecResult:
+        found = await self.channels.run(
+            ref, script, args, stdin=stdin, timeout=timeout, output_limit=output_limit
+        )
+        if found is not None:
+            return found
+        argv = ["/bin/sh", "-c", script, "sh", *args]
+        try:
+            return await self.run_quick(ref, argv, stdin=stdin, limit_s=timeout, output_limit=output_limit)
+        except TimeoutError:
+            return ExecResult(None, b"", b"", timeout * 1000, timed_out=True)
+
     async def open_process(
         self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
     ) -> ExecStream:
@@ -318,8 +291,8 @@ class DockerRuntime:
     def state_dir(self, ref: str) -> str:
         return STATE_ROOT
 
-    async def reset(self, ref: str, workspace: str) -> None:
-        await self._clean.reset(ref, workspace)
+    async def reset(self, ref: str, workspace: str, *, then_shell: bool = False) -> ProcessStream | None:
+        return await self._clean.reset(ref, workspace, then_shell=then_shell)
 
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
         argv = ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)] + ([] if include_root else ["children"])
@@ -332,7 +305,10 @@ class DockerRuntime:
         """Kill process session ``sid`` (a command's, a terminal's) in the container, as the
         user it runs as (no capability lets one user signal another's processes)."""
         try:
-            await self.run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)], user=user)
+            if user is None:
+                await self.run_program(ref, KILL_SESSION, [str(sid)])
+            else:
+                await self.run_quick(ref, ["/bin/sh", "-c", KILL_SESSION, "sh", str(sid)], user=user)
         except (SandboxStateError, RuntimeUnavailable, TimeoutError) as exc:
             log.warning("could not kill process session %s in %s: %s", sid, ref[:12], exc)
 
@@ -342,7 +318,7 @@ class DockerRuntime:
     async def limits_hit(self, ref: str) -> LimitsHit:
         """Whether the container's OOM-kill or refused-fork counter moved since we last looked."""
         try:
-            res = await self.run_quick(ref, ["/bin/sh", "-c", LIMIT_COUNTS])
+            res = await self.run_program(ref, LIMIT_COUNTS)
             oom, pids = (int(n) for n in res.stdout.split())
         except (SandboxStateError, RuntimeUnavailable, TimeoutError, ValueError):
             return LimitsHit()

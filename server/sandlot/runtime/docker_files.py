@@ -25,6 +25,7 @@ from sandlot.domain.errors import (
 from sandlot.runtime.archives import ArchiveReport, strip_first_component
 from sandlot.runtime.base import FileStream
 from sandlot.runtime.bridge import CHUNK, transform
+from sandlot.runtime.channels import INLINE_MAX
 from sandlot.runtime.docker_streams import engine, program_ended, send_stdin
 from sandlot.runtime.file_scripts import FILE_READ, FILE_WRITE, FIX_MODES, IMPORT_CHECK, file_error, octal
 from sandlot.runtime.output import CappedBuffer
@@ -110,15 +111,52 @@ async def _feed_and_wait(
 async def write_file(
     rt: DockerRuntime, ref: str, path: str, workspace: str, data: AsyncIterable[bytes], size: int
 ) -> None:
-    argv = ["/bin/sh", "-c", FILE_WRITE, "sh", workspace, octal(_relative(path, workspace)), str(size)]
-    exe, stream = await rt.attach(ref, argv, stdin=True, helper=True)
+    args = [workspace, octal(_relative(path, workspace)), str(size)]
+    channel = rt.channels.find(ref) if size <= INLINE_MAX else None
+    if channel is not None:  # small enough to go inline through the sandbox's idle shell
+        payload = await _take(data, size)
+        res = await channel.program(
+            FILE_WRITE, args, stdin=payload, timeout=_FINISH_SECONDS, output_limit=1 << 14
+        )
+        if res is not None:
+            if res.timed_out:
+                raise InvalidInput("the file operation did not finish in the sandbox")
+            if res.exit_code != 0:
+                raise file_error(res.exit_code, path, res.stderr)
+            return
+        data = _one(payload)
+    exe, stream = await rt.attach(ref, ["/bin/sh", "-c", FILE_WRITE, "sh", *args], stdin=True, helper=True)
     code, err = await _feed_and_wait(rt, exe, stream, data, None)
     if code != 0:
         raise file_error(code, path, err)
 
 
+async def _take(data: AsyncIterable[bytes], size: int) -> bytes:
+    """The first ``size`` bytes of ``data`` (fewer if it ends before), as one piece."""
+    parts, got = [], 0
+    async for chunk in data:
+        parts.append(chunk)
+        got += len(chunk)
+        if got >= size:
+            break
+    return b"".join(parts)[:size]
+
+
+async def _one(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
 async def read_file(rt: DockerRuntime, ref: str, path: str, workspace: str, limit: int) -> FileStream:
-    argv = ["/bin/sh", "-c", FILE_READ, "sh", workspace, octal(_relative(path, workspace)), str(limit)]
+    rel = octal(_relative(path, workspace))
+    channel = rt.channels.find(ref)
+    if channel is not None:  # a file up to INLINE_MAX comes back whole through the idle shell
+        cap = min(limit, INLINE_MAX)
+        res = await channel.program(
+            FILE_READ, [workspace, rel, str(cap)], timeout=_OPEN_SECONDS, output_limit=cap + _HEADER_MAX
+        )
+        if res is not None and not (res.exit_code == 18 and cap < limit):  # else: larger, streamed
+            return _whole(res.exit_code, res.stdout, res.stderr, res.timed_out, path)
+    argv = ["/bin/sh", "-c", FILE_READ, "sh", workspace, rel, str(limit)]
     exe, stream = await rt.attach(ref, argv, helper=True)
     header = bytearray()
     err = CappedBuffer(1 << 14)
@@ -148,6 +186,16 @@ async def read_file(rt: DockerRuntime, ref: str, path: str, workspace: str, limi
     return FileStream(int(line[1:]), _stdout(stream, rest))
 
 
+def _whole(code: int | None, out: bytes, err: bytes, timed_out: bool, path: str) -> FileStream:
+    """A file FILE_READ sent whole (through a channel): ``K<size>``, a newline, its bytes."""
+    if timed_out:
+        raise InvalidInput(f"{path!r} could not be read in time", path=path)
+    line, newline, body = out.partition(b"\n")
+    if code != 0 or not (newline and line.startswith(b"K") and line[1:].isdigit()):
+        raise file_error(code, path, err)
+    return FileStream(len(body), _one(body))  # what was read, if the file changed meanwhile
+
+
 async def _stdout(stream: Stream, first: bytes = b"") -> AsyncIterator[bytes]:
     """What a program writes to stdout (after ``first``), as it comes; closing the stream when
     the reading ends, however it ends."""
@@ -165,9 +213,8 @@ async def _stdout(stream: Stream, first: bytes = b"") -> AsyncIterator[bytes]:
 async def _estimate(rt: DockerRuntime, ref: str, workspace: str) -> int:
     """The workspace's size on disk in bytes, as far as the sandbox user can see it (0 when
     nothing runs there to ask: a stopped container's files can still be exported)."""
-    argv = ["/bin/sh", "-c", 'du -s -k "$1" 2>/dev/null', "sh", workspace]
     try:
-        res = await rt.run_quick(ref, argv, limit_s=120)
+        res = await rt.run_program(ref, 'du -s -k "$1" 2>/dev/null', [workspace], timeout=120)
     except SandboxStateError:
         return 0
     first = res.stdout.split(b"\t", 1)[0].strip()
@@ -221,7 +268,7 @@ async def _check_links(rt: DockerRuntime, ref: str, workspace: str, report: Arch
     ]
     for batch in _batches([[d] for d in deepest]):
         args = [octal(d) for d in batch]
-        res = await rt.run_quick(ref, ["/bin/sh", "-c", IMPORT_CHECK, "sh", workspace, *args], limit_s=120)
+        res = await rt.run_program(ref, IMPORT_CHECK, [workspace, *args], timeout=120)
         if res.exit_code == 0:
             continue
         index = res.stdout.strip()
@@ -270,4 +317,4 @@ async def import_workspace(
     fixups = report.fixups()
     if fixups:
         for batch in _batches([[f"{mode:o}", octal(name)] for name, mode in fixups]):
-            await rt.run_quick(ref, ["/bin/sh", "-c", FIX_MODES, "sh", workspace, *batch], limit_s=120)
+            await rt.run_program(ref, FIX_MODES, [workspace, *batch], timeout=120)

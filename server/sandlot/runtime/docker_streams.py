@@ -76,13 +76,16 @@ async def _write_in(stream: Stream, data: bytes, what: str) -> None:
 class ExecStream:
     """:class:`~sandlot.runtime.base.ProcessStream` over an attached ``docker exec``."""
 
-    def __init__(self, stream: Stream) -> None:
+    def __init__(self, stream: Stream, first: list[tuple[int, bytes]] | None = None) -> None:
         self._stream = stream
+        self._first = first or []  # output already read off the stream, to be read again
 
     async def write(self, data: bytes) -> None:
         await _write_in(self._stream, data, "the sandbox process")
 
     async def read(self) -> tuple[int, bytes] | None:
+        if self._first:
+            return self._first.pop(0)
         with engine("read"):
             msg = await self._stream.read_out()
         return None if msg is None else (msg.stream, msg.data)

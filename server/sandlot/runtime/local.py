@@ -35,8 +35,10 @@ from sandlot.runtime.base import (
     WorkspaceScan,
 )
 from sandlot.runtime.bridge import CHUNK, consume, produce, run_blocking
+from sandlot.runtime.channels import ChannelLookup, Channels
 from sandlot.runtime.listing import LocalScan, list_tree
 from sandlot.runtime.local_bwrap import SANDBOX_STATE, Confinement
+from sandlot.runtime.local_exec import run_confined
 from sandlot.runtime.local_fs import Workspace
 from sandlot.runtime.local_meta import (
     META,
@@ -52,15 +54,14 @@ from sandlot.runtime.local_procs import (
     PipeStream,
     cpu_and_memory,
     descendants,
-    feed_pipe,
     kill_tree,
     kill_user,
     processes_of,
     set_winsize,
 )
-from sandlot.runtime.local_spawn import DEVNULL, PIPE, spawn
+from sandlot.runtime.local_spawn import PIPE, spawn
 from sandlot.runtime.local_users import claim_uid, release_uid
-from sandlot.runtime.output import CappedBuffer
+from sandlot.runtime.scripts import HELPER_PATH
 
 __all__ = ["LOCAL_IMAGES", "LocalRuntime"]
 
@@ -94,6 +95,7 @@ class LocalRuntime:
         self._procs: dict[str, set[int]] = {}
         self._own_users = os.geteuid() == 0 and self._confine.setpriv is not None
         self.isolated = self._confine.bwrap is not None and self._own_users
+        self.channels = Channels()
 
     async def close(self) -> None:
         for ref in list(self._procs):
@@ -156,52 +158,38 @@ class LocalRuntime:
         request.validate()
         if request.user is not None:  # the sandbox is one host user; there is no other to be
             raise InvalidInput(_NO_OTHER_USERS, field="user")
-        start = time.perf_counter()
         meta = self._meta(ref)
-        host_ws = str(self._dir(ref) / "workspace")
-        try:
-            proc = await spawn(
-                self._confine.argv(self._dir(ref), meta, request),
-                stdin=PIPE if request.stdin is not None else DEVNULL,
-                stdout=PIPE,
-                stderr=PIPE,
-                cwd=self._confine.host_cwd(self._dir(ref), meta, request.cwd),
-                env=self._confine.env(meta, request, host_ws),
-            )
-        except FileNotFoundError as exc:
-            return ExecResult(127, b"", f"{exc}\n".encode(), (time.perf_counter() - start) * 1000)
-        self._procs.setdefault(ref, set()).add(proc.pid)
-        out = CappedBuffer(request.output_limit)
-        err = CappedBuffer(request.output_limit)
+        home = self._dir(ref)
+        return await run_confined(
+            self._confine.argv(home, meta, request),
+            request,
+            cwd=self._confine.host_cwd(home, meta, request.cwd),
+            env=self._confine.env(meta, request, str(home / "workspace")),
+            running=self._procs.setdefault(ref, set()),
+        )
 
-        async def pump(reader: asyncio.StreamReader | None, buf: CappedBuffer) -> None:
-            assert reader is not None
-            while chunk := await reader.read(1 << 16):
-                buf.write(chunk)
+    def use_channels(self, lookup: ChannelLookup) -> None:
+        self.channels.use(lookup)
 
-        timed_out = False
-        feed = feed_pipe(proc.stdin, request.stdin)
-        work = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err), feed, proc.wait())
-        try:
-            await asyncio.wait_for(work, timeout=request.timeout)
-        except TimeoutError:
-            timed_out = True
-            kill_tree(proc.pid)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), timeout=2.0)
-        finally:
-            self._procs.get(ref, set()).discard(proc.pid)
-            proc.close_pipes()
-        code = None if timed_out else proc.returncode
-        if code is not None and code < 0:
-            code = 128 - code  # killed by a signal: report like a shell does
-        return ExecResult(
-            exit_code=code,
-            stdout=out.getvalue(),
-            stderr=err.getvalue(),
-            duration_ms=(time.perf_counter() - start) * 1000,
-            timed_out=timed_out,
-            truncated=out.truncated or err.truncated,
+    async def run_program(
+        self,
+        ref: str,
+        script: str,
+        args: Sequence[str] = (),
+        *,
+        stdin: bytes | None = None,
+        timeout: float = 10.0,
+        output_limit: int = 1 << 16,
+    ) -> ExecResult:
+        found = await self.channels.run(
+            ref, script, args, stdin=stdin, timeout=timeout, output_limit=output_limit
+        )
+        if found is not None:
+            return found
+        argv = ["/bin/sh", "-c", script, "sh", *args]
+        env = {"PATH": HELPER_PATH}
+        return await self.exec(
+            ref, ExecRequest(argv, stdin=stdin, env=env, timeout=timeout, output_limit=output_limit)
         )
 
     def _kill_all(self, ref: str, uid: int | None = None) -> None:
@@ -286,7 +274,11 @@ class LocalRuntime:
             processes=count,
         )
 
-    async def reset(self, ref: str, workspace: str) -> None:
+    async def reset(self, ref: str, workspace: str, *, then_shell: bool = False) -> PipeStream | None:
+        await self._reset(ref)
+        return await self.open_process(ref, ["/bin/sh"]) if then_shell else None
+
+    async def _reset(self, ref: str) -> None:
         uid = uid_of(self._meta(ref))
         await asyncio.to_thread(self._kill_all, ref, uid)
         survivors = await asyncio.to_thread(processes_of, uid) if uid is not None else []

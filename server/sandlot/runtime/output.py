@@ -7,7 +7,7 @@ import binascii
 
 from sandlot.domain.errors import InvalidInput
 
-__all__ = ["CappedBuffer", "decode_input", "decode_output"]
+__all__ = ["CappedBuffer", "Framed", "decode_input", "decode_output"]
 
 
 class CappedBuffer:
@@ -38,6 +38,41 @@ class CappedBuffer:
 
     def getvalue(self) -> bytes:
         return b"".join(self._chunks)
+
+
+class Framed:
+    """Collects one stream of one framed command (the persistent shell's) up to its end
+    marker, keeping at most ``limit``; the marker is random per command, so nothing a command
+    prints can fake it."""
+
+    __slots__ = ("_pending", "after", "buf", "done", "marker")
+
+    def __init__(self, marker: bytes, limit: int) -> None:
+        self.marker = marker
+        self.buf = CappedBuffer(limit)
+        self._pending = b""
+        self.done = False
+        self.after = b""  # what followed the marker (the exit code on stdout)
+
+    def feed(self, data: bytes) -> None:
+        if self.done:
+            self.after += data
+            return
+        if self._pending:
+            data = self._pending + data
+        idx = data.find(self.marker)
+        if idx >= 0:
+            self.buf.write(data[:idx])
+            self.after = data[idx + len(self.marker) :]
+            self.done = True
+            self._pending = b""
+            return
+        keep = len(self.marker) - 1
+        if len(data) > keep:
+            self.buf.write(data[:-keep])
+            self._pending = data[-keep:]
+        else:
+            self._pending = data
 
 
 def decode_output(stdout: bytes, stderr: bytes) -> dict[str, str]:

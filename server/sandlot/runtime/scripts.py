@@ -6,6 +6,8 @@ They only use what busybox and Debian both have (sh, read, kill, readlink).
 from __future__ import annotations
 
 __all__ = [
+    "HELPER_PATH",
+    "HELPER_UNSET",
     "KILL_SESSION",
     "KILL_TREE",
     "LIMIT_COUNTS",
@@ -21,6 +23,12 @@ __all__ = [
     "STATE_ROOT",
     "WRITABLE_PLACES",
 ]
+
+#: The PATH the service's own programs run with, and the variables unset for them, whatever
+#: the sandbox's environment says: a tenant's PATH or preloaded library must not stand in for
+#: the tools a reset or a file program relies on.
+HELPER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+HELPER_UNSET = ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "ENV", "BASH_ENV", "CDPATH")
 
 #: Where in-sandbox bookkeeping lives (persistent shell state): a tmpfs, never the workspace.
 STATE_ROOT = "/dev/shm/.sandlot"

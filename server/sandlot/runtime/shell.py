@@ -15,6 +15,11 @@ under a millisecond. Each command is framed so its output comes back exactly:
 
 A reader task moves the attached stream's chunks into a queue; the command loop waits on the
 queue with a deadline, so a timeout never cancels a read half-way through a frame.
+
+The same shell is the sandbox's channel for the service's own programs (:meth:`program`: file
+reads and writes, process bookkeeping, checks): while no session command runs in it, one runs
+in a subshell with the helper PATH and none of the session's state, its input (if any) sent
+raw once the shell asks for it, in about a millisecond where a ``docker exec`` costs fifty.
 """
 
 from __future__ import annotations
@@ -24,14 +29,16 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from sandlot.domain.errors import Conflict, InvalidInput, SandboxStateError
 from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import current_traceparent
-from sandlot.runtime.base import ProcessStream, SandboxRuntime
-from sandlot.runtime.output import CappedBuffer
+from sandlot.runtime.base import ExecResult, ProcessStream, SandboxRuntime
+from sandlot.runtime.channels import INLINE_MAX
+from sandlot.runtime.output import Framed
+from sandlot.runtime.scripts import HELPER_PATH, HELPER_UNSET
 
 __all__ = ["PersistentShell", "ShellResult", "shell_state_dir"]
 
@@ -40,7 +47,17 @@ log = logging.getLogger(__name__)
 # $1: end token, $2: the command, $3: a W3C traceparent for the command (may be empty). The
 # state directory ($__sl_S) is bound later (_BIND), when the shell knows its session: a shell
 # opened while its sandbox waits in the pool has none yet.
-_BOOT = r"""__sl_run() {
+#
+# __sl_do TOKEN FILE COUNT PROGRAM ARGS... runs a program of the service's with the helper PATH
+# and none of a session's state; its input is /dev/null (COUNT empty) or COUNT bytes that
+# follow in the shell's own input. Those are sent only once the shell said "go TOKEN": the
+# shell then holds nothing of them in its input buffer, and `head -c` takes exactly them into
+# FILE (a spool on the state tmpfs) before the program starts, so a program that reads less,
+# fails or hangs can never leave any for the shell to read as commands. The ready line says
+# whether this shell has `head` and `cat` to take input so.
+_HELPER = "PATH=@PATH@; export PATH; unset @UNSET@ TRACEPARENT"
+_BOOT = (
+    r"""__sl_run() {
   (
     if [ -r "$__sl_S/env" ]; then . "$__sl_S/env"; cd "$__SL_CWD" 2>/dev/null; fi
     if [ -n "$3" ]; then export TRACEPARENT="$3"; else unset TRACEPARENT; fi
@@ -50,15 +67,41 @@ _BOOT = r"""__sl_run() {
   printf '\n%s %d\n' "$1" "$?"
   printf '\n%s\n' "$1" >&2
 }
+__sl_do() {
+  __sl_t=$1; __sl_s=$2; __sl_n=$3; __sl_p=$4; shift 4; __sl_f=/dev/null
+  if [ -n "$__sl_n" ]; then
+    printf 'go %s\n' "$__sl_t"; __sl_f=$__sl_s
+    (
+      @HELPER@; [ -d "${__sl_s%/*}" ] || mkdir -p "${__sl_s%/*}" 2>/dev/null; rm -f "$__sl_s"
+      head -c "$__sl_n" | { cat > "$__sl_s" || { cat > /dev/null; exit 1; }; }
+    ) || __sl_f=
+  fi
+  if [ -n "$__sl_f" ]; then
+    ( @HELPER@; cd / && eval "$__sl_p" ) < "$__sl_f"
+  else
+    echo @SPOOL@ >&2; (exit 125)
+  fi
+  printf '\n%s %d\n' "$__sl_t" "$?"
+  printf '\n%s\n' "$__sl_t" >&2
+  [ -z "$__sl_n" ] || rm -f "$__sl_s"
+  unset __sl_t __sl_s __sl_f __sl_n __sl_p
+}
 read -r __sl_pid __sl_rest < /proc/self/stat
-printf 'ready %s\n' "$__sl_pid"
-unset __sl_pid __sl_rest
-"""
+__sl_can=; if ( @HELPER@; command -v head && command -v cat ) >/dev/null 2>&1; then __sl_can=in; fi
+printf 'ready %s %s\n' "$__sl_pid" "$__sl_can"
+unset __sl_pid __sl_rest __sl_can
+""".replace("@HELPER@", _HELPER)
+    .replace("@PATH@", HELPER_PATH)
+    .replace("@UNSET@", " ".join(HELPER_UNSET))
+)
+_SPOOL_FAILED = b"__sl_spool_failed"
+_BOOT = _BOOT.replace("@SPOOL@", _SPOOL_FAILED.decode())
 
 _BIND = '__sl_S=%s; mkdir -p "$__sl_S" 2>/dev/null\n'
 
-# a check of the service's in a shell waiting in the pool, framed as __sl_run frames its output
-_CHECK = "( eval {command} ) </dev/null; printf '\\n%s %d\\n' {token} \"$?\"; printf '\\n%s\\n' {token} >&2\n"
+#: How long a program waits for another of the service's to leave the shell before the caller
+#: runs it another way.
+_IDLE_WAIT = 1.0
 
 _EOF = object()
 
@@ -85,56 +128,35 @@ class ShellResult:
     truncated: bool = False
 
 
-class _Framed:
-    """Collects one stream of one command up to its end marker, keeping at most ``limit``."""
-
-    __slots__ = ("_pending", "after", "buf", "done", "marker")
-
-    def __init__(self, marker: bytes, limit: int) -> None:
-        self.marker = marker
-        self.buf = CappedBuffer(limit)
-        self._pending = b""
-        self.done = False
-        self.after = b""  # what followed the marker (the exit code on stdout)
-
-    def feed(self, data: bytes) -> None:
-        if self.done:
-            self.after += data
-            return
-        if self._pending:
-            data = self._pending + data
-        idx = data.find(self.marker)
-        if idx >= 0:
-            self.buf.write(data[:idx])
-            self.after = data[idx + len(self.marker) :]
-            self.done = True
-            self._pending = b""
-            return
-        keep = len(self.marker) - 1
-        if len(data) > keep:
-            self.buf.write(data[:-keep])
-            self._pending = data[-keep:]
-        else:
-            self._pending = data
-
-
 class PersistentShell:
-    """One attached shell; commands run one at a time (a second caller gets ``Conflict``)."""
+    """One attached shell. A session's commands run one at a time (a second caller gets
+    ``Conflict``); the service's own programs run between them (:meth:`program`), and a
+    command sent while one of those runs, or while the shell opens, waits for it."""
 
     def __init__(
-        self, runtime: SandboxRuntime, ref: str, key: str | None, metrics: Metrics | None = None
+        self,
+        runtime: SandboxRuntime,
+        ref: str,
+        key: str | None,
+        metrics: Metrics | None = None,
+        *,
+        started: ProcessStream | None = None,
     ) -> None:
+        """``started``: a ``/bin/sh`` already running in the sandbox (a reset that became the
+        next session's shell, see ``SandboxRuntime.reset``), booted instead of opening one."""
+        self._started = started
         self._runtime = runtime
         self._metrics = metrics
         self.ref = ref
         self._key = key  # None: opened in the pool, not yet a session's (see ShellManager.warm)
         self._bound = False  # whether the shell was told its state directory
-        self._opening = 0  # open() and check() calls under way: a command waits for them, no Conflict
+        self._commands = 0  # a session's commands running or waiting (the second is refused)
         self._stream: ProcessStream | None = None
         self._chunks: asyncio.Queue[tuple[int, bytes] | object] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self.pid: int | None = None
+        self.takes_input = False  # whether programs can be given input here (head and cat are there)
         self.broken = False
 
     @property
@@ -163,37 +185,72 @@ class PersistentShell:
 
     async def open(self) -> None:
         """Attach now rather than at the first command (a command sent meanwhile waits)."""
-        self._opening += 1
-        try:
-            async with self._lock:
-                if self._stream is None:
-                    try:
-                        await self._start()
-                    except BaseException:
-                        await self.close()  # unopened again: a command retries on its own
-                        self._chunks = asyncio.Queue()
-                        raise
-        finally:
-            self._opening -= 1
-
-    async def check(self, command: str, timeout: float) -> ShellResult | None:
-        """Run a check of the service's (not a session's) while the shell waits in the pool,
-        after its opening if it is still opening: None when it did not open, or a session's
-        command runs in it. A session's command sent meanwhile waits for the check."""
-        if self.ended or (self._lock.locked() and not self._opening):
-            return None
-        self._opening += 1
-        try:
-            async with self._lock:
-                if self._stream is None:
-                    return None
+        async with self._lock:
+            if self._stream is None:
                 try:
-                    return await self._run(command, timeout, None, 1 << 14, "", session=False)
-                except SandboxStateError:
-                    self.broken = True
+                    await self._start()
+                except BaseException:
+                    await self.close()  # unopened again: a command retries on its own
+                    self._chunks = asyncio.Queue()
                     raise
+
+    @property
+    def idle(self) -> bool:
+        """Whether a program could run now: attached, alive, and no session command in it."""
+        return self._stream is not None and not self.ended and not self._commands
+
+    async def program(
+        self,
+        script: str,
+        args: Sequence[str] = (),
+        *,
+        stdin: bytes | None = None,
+        timeout: float,
+        output_limit: int = 1 << 16,
+        wait: float = _IDLE_WAIT,
+    ) -> ExecResult | None:
+        """Run a program of the service's (``sh -c script sh args...``) in this shell, as the
+        sandbox user, with the helper PATH and none of a session's state; ``stdin`` (up to
+        :data:`INLINE_MAX`) is sent raw once the shell asks for it. None when it cannot run
+        here now: the shell is not open or has ended, a session's command runs or waits in
+        it, another program keeps it busy longer than ``wait``, or it cannot take the input
+        (no ``head``, or no room on the state tmpfs); the caller runs it elsewhere.
+        A program still running at ``timeout`` is killed (``timed_out``), the shell lives on."""
+        if not self.idle or (stdin is not None and (not self.takes_input or len(stdin) > INLINE_MAX)):
+            return None
+        if "\x00" in script or any("\x00" in a for a in args):
+            raise InvalidInput("a program's arguments cannot hold NUL bytes")
+        try:
+            async with asyncio.timeout(wait):
+                await self._lock.acquire()
+        except TimeoutError:
+            return None
+        try:
+            if not self.idle:
+                return None
+            line = self._program_line(script, args, stdin)
+            res = await self._run(line, timeout, None, output_limit, payload=stdin)
+        except SandboxStateError:
+            self.broken = True
+            return None  # the shell is lost; the caller's own process finds out about the sandbox
         finally:
-            self._opening -= 1
+            self._lock.release()
+        if stdin is not None and res.exit_code == 125 and res.stderr.endswith(_SPOOL_FAILED + b"\n"):
+            return None  # the input could not be put down (the state tmpfs is full)
+        return ExecResult(
+            exit_code=res.exit_code,
+            stdout=res.stdout,
+            stderr=res.stderr,
+            duration_ms=res.duration_ms,
+            timed_out=res.timed_out,
+            truncated=res.truncated,
+        )
+
+    def _program_line(self, script: str, args: Sequence[str], stdin: bytes | None) -> Callable[[str], bytes]:
+        spool = f"{self._runtime.state_dir(self.ref)}/in" if stdin is not None else ""
+        count = str(len(stdin)) if stdin is not None else ""
+        words = " ".join(_quote(a) for a in (spool, count, script, *args))
+        return lambda token: f"__sl_do {token} {words}\n".encode()
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
         try:
@@ -220,7 +277,8 @@ class PersistentShell:
         return item  # type: ignore[return-value]
 
     async def _start(self) -> None:
-        self._stream = await self._runtime.open_process(self.ref, ["/bin/sh"])
+        started, self._started = self._started, None
+        self._stream = started or await self._runtime.open_process(self.ref, ["/bin/sh"])
         self._pump = asyncio.create_task(self._pump_chunks(self._stream))
         await self._stream.write(_BOOT.encode())
         seen = b""
@@ -232,7 +290,9 @@ class PersistentShell:
             assert not isinstance(chunk, bool)
             if chunk[0] == 1:
                 seen += chunk[1]
-        self.pid = int(seen.split()[1])
+        words = seen.split()
+        self.pid = int(words[1])
+        self.takes_input = b"in" in words[2:]
 
     async def run(
         self,
@@ -249,47 +309,55 @@ class PersistentShell:
             traceparent = current_traceparent()
         if "\x00" in command:
             raise InvalidInput("command contains a NUL byte", field="command")
-        if self._lock.locked() and not self._opening:
+        if self._commands:
             raise Conflict("another command is running in this session's shell; retry after it")
-        async with self._lock:
-            if self.broken:
-                raise SandboxStateError("the persistent shell was lost")
-            try:
-                if self._stream is None:
-                    await self._start()
-                result = await self._run(command, timeout, silence_timeout, output_limit, traceparent)
-                if self._metrics is not None:
-                    self._metrics.command.labels("shell").observe(result.duration_ms / 1000)
-                return result
-            except SandboxStateError:
-                self.broken = True
-                raise
+        self._commands += 1
+        try:
+            async with self._lock:
+                if self.broken:
+                    raise SandboxStateError("the persistent shell was lost")
+                try:
+                    if self._stream is None:
+                        await self._start()
+                    line = self._command_line(command, traceparent)
+                    result = await self._run(line, timeout, silence_timeout, output_limit)
+                    if self._metrics is not None:
+                        self._metrics.command.labels("shell").observe(result.duration_ms / 1000)
+                    return result
+                except SandboxStateError:
+                    self.broken = True
+                    raise
+        finally:
+            self._commands -= 1
 
-    def _line(self, token: str, command: str, traceparent: str, session: bool) -> str:
-        if not session:  # the service's own check: no session state read or written
-            return _CHECK.format(token=token, command=_quote(command))
-        line = f"__sl_run {token} {_quote(command)} {_quote(traceparent)}\n"
+    def _command_line(self, command: str, traceparent: str) -> Callable[[str], bytes]:
+        words = f"{_quote(command)} {_quote(traceparent)}"
+        bind = ""
         if not self._bound:
-            line = _BIND % _quote(self.state_dir) + line
+            bind = _BIND % _quote(self.state_dir)
             self._bound = True
-        return line
+        return lambda token: f"{bind}__sl_run {token} {words}\n".encode()
 
     async def _run(
         self,
-        command: str,
+        line: Callable[[str], bytes],
         timeout: float,
         silence: float | None,
         limit: int,
-        traceparent: str,
         *,
-        session: bool = True,
+        payload: bytes | None = None,
     ) -> ShellResult:
+        """Send ``line`` (made for the frame's token) and collect the frame; ``payload`` is
+        sent once the shell asks for it (``go <token>`` on stdout, see ``__sl_do``)."""
         assert self._stream is not None
         started = time.monotonic()
         token = f"__SL_{secrets.token_hex(12)}"
-        out = _Framed(f"\n{token} ".encode(), limit)
-        err = _Framed(f"\n{token}\n".encode(), limit)
-        await self._stream.write(self._line(token, command, traceparent, session).encode())
+        out = Framed(f"\n{token} ".encode(), limit)
+        err = Framed(f"\n{token}\n".encode(), limit)
+        await self._stream.write(line(token))
+        go_line = b"go %s\n" % token.encode()
+        go: bytes | None = go_line if payload is not None else None
+        asked = b""
         deadline = started + timeout
         last_output = started
         timed_out = silence_hit = False
@@ -316,6 +384,13 @@ class PersistentShell:
                 continue
             assert not isinstance(chunk, bool)
             last_output = time.monotonic()
+            if chunk[0] == 1 and go is not None:  # before the input: only the shell's request
+                asked += chunk[1]
+                if asked.startswith(go):
+                    go = None
+                    await self._stream.write(payload or b"")
+                    out.feed(asked[len(go_line) :])
+                continue
             (out if chunk[0] == 1 else err).feed(chunk[1])
         code_text = out.after.strip()
         code = int(code_text) if code_text.isdigit() else None
@@ -330,6 +405,9 @@ class PersistentShell:
         )
 
     async def close(self) -> None:
+        if self._started is not None:
+            await self._started.close()
+            self._started = None
         if self._pump is not None:
             self._pump.cancel()
             self._pump = None

@@ -8,8 +8,8 @@ import logging
 from collections.abc import Coroutine
 
 from sandlot.observability.metrics import Metrics
-from sandlot.runtime.base import SandboxRuntime
-from sandlot.runtime.shell import PersistentShell, ShellResult
+from sandlot.runtime.base import ProcessStream, SandboxRuntime
+from sandlot.runtime.shell import PersistentShell
 
 __all__ = ["ShellManager"]
 
@@ -50,21 +50,31 @@ class ShellManager:
             self._shells[session_id] = shell
         return shell
 
-    def warm_soon(self, sandbox_id: str, ref: str) -> None:
-        """Open a shell for a pool sandbox that just became ready, in the background."""
-        if sandbox_id not in self._warm:
-            self._spawn(self.warm(sandbox_id, ref))
+    def warm_soon(self, sandbox_id: str, ref: str, stream: ProcessStream | None = None) -> None:
+        """Open a shell for a pool sandbox that just became ready, in the background; it is
+        registered at once, so a session claiming the sandbox meanwhile adopts it. ``stream``:
+        a shell already started there (the reset's, see ``SandboxRuntime.reset``) to boot."""
+        if stream is None and sandbox_id in self._warm:
+            return
+        shell = self._register_warm(sandbox_id, ref, stream)
+        self._spawn(self._open_warm(sandbox_id, shell))
 
-    async def warm(self, sandbox_id: str, ref: str) -> None:
+    async def warm(self, sandbox_id: str, ref: str, stream: ProcessStream | None = None) -> None:
         """Open a shell on a ready pool sandbox for the session that will claim it; that session
         may adopt it while it opens (its first command waits for it). A failure costs nothing:
         the session opens its own. The shell is dropped once its stream ends (the sandbox was
         shut down, or another process's session reset it)."""
-        shell = PersistentShell(self._runtime, ref, None, self._metrics)
+        await self._open_warm(sandbox_id, self._register_warm(sandbox_id, ref, stream))
+
+    def _register_warm(self, sandbox_id: str, ref: str, stream: ProcessStream | None) -> PersistentShell:
+        shell = PersistentShell(self._runtime, ref, None, self._metrics, started=stream)
         old = self._warm.pop(sandbox_id, None)
         if old is not None:
             self._spawn(old.close())
         self._warm[sandbox_id] = shell
+        return shell
+
+    async def _open_warm(self, sandbox_id: str, shell: PersistentShell) -> None:
         try:
             await shell.open()
         except Exception as exc:
@@ -75,13 +85,20 @@ class ShellManager:
             return
         shell.on_end(lambda: self._forget_warm(sandbox_id, shell))
 
-    async def check_warm(self, sandbox_id: str, ref: str, command: str, timeout: float) -> ShellResult | None:
-        """Run ``command`` in the shell opened for pool sandbox ``sandbox_id`` while it waits;
-        None when this process holds no such shell ready for it (the caller checks otherwise)."""
-        shell = self._warm.get(sandbox_id)
-        if shell is None or shell.ref != ref:
-            return None
-        return await shell.check(command, timeout)
+    async def drop_warm(self, sandbox_id: str) -> None:
+        """Close the shell opened for a pool sandbox that will not wait in the pool after all."""
+        shell = self._warm.pop(sandbox_id, None)
+        if shell is not None:
+            await shell.close()
+
+    def channel(self, ref: str) -> PersistentShell | None:
+        """An idle shell of this process's attached to container ``ref`` (a session's, or one
+        waiting in the pool) to run the service's programs in, if there is one; the runtime's
+        channel lookup (see :mod:`sandlot.runtime.channels`)."""
+        for shell in (*self._shells.values(), *self._warm.values()):
+            if shell.ref == ref and shell.idle:
+                return shell
+        return None
 
     def in_session(self, ref: str) -> bool:
         """Whether a session's live shell in this process is attached to container ``ref``:

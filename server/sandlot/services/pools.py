@@ -219,15 +219,28 @@ class PoolService:
             return
         if bounds.pooled and row.runtime_ref is not None:
             try:
-                await self._sandboxes.runtime.reset(row.runtime_ref, row.workspace)
-                ready = await self._sandboxes.move(row.id, S.READY, f"reset after {reason}", session_id=None)
-                self._warm_shell(ready)
+                await self._reset(row, reason)
                 return
             except SandboxStateError as exc:
                 log.warning("sandbox %s failed its reset (%s); replacing it", row.id, exc)
                 await self._sandboxes.shutdown(row.id, f"reset failed: {exc}"[:500])
                 return
         await self._sandboxes.shutdown(row.id, f"{reason} (not pooled)")
+
+    async def _reset(self, row: Sandbox, reason: str) -> None:
+        """Reset a sandbox back into the pool; with warm shells, the reset's own process
+        becomes the shell its next session adopts (registered before the sandbox is ready)."""
+        assert row.runtime_ref is not None
+        warm = self._shells is not None
+        stream = await self._sandboxes.runtime.reset(row.runtime_ref, row.workspace, then_shell=warm)
+        if stream is not None and self._shells is not None:
+            self._shells.warm_soon(row.id, row.runtime_ref, stream)
+        try:
+            await self._sandboxes.move(row.id, S.READY, f"reset after {reason}", session_id=None)
+        except BaseException:
+            if self._shells is not None:
+                await self._shells.drop_warm(row.id)
+            raise
 
     async def figures(self) -> tuple[dict[str, int], list[PoolFigures]]:
         """Sandboxes by status and, per environment and image, ready count and bounds."""

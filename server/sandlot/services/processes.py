@@ -95,10 +95,12 @@ class ProcessService:
         stdin: bytes | None = None,
         timeout: float = _QUICK,
     ) -> tuple[int | None, bytes]:
+        """Run a bookkeeping program of ours (status, output, input, kill): in the session's
+        shell when it is idle, which costs no ``docker exec``."""
         assert box.runtime_ref is not None
-        argv = ["/bin/sh", "-c", script, "sh", *args]
-        req = ExecRequest(argv, stdin=stdin, timeout=timeout, output_limit=limit)
-        res = await self._runtime.exec(box.runtime_ref, req)
+        res = await self._runtime.run_program(
+            box.runtime_ref, script, args, stdin=stdin, timeout=timeout, output_limit=limit
+        )
         return res.exit_code, res.stdout
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -128,16 +130,14 @@ class ProcessService:
         if traceparent:
             env.setdefault("TRACEPARENT", traceparent)
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+        assert box.runtime_ref is not None
+        argv = ["/bin/sh", "-c", PROC_START, "sh", self._dir(box, row.id)]
+        argv += [str(self._settings.process_output_limit), exports + command]
+        argv += [resolve_cwd(box.workspace, cwd) or box.workspace, "tty" if tty else "stdin" if stdin else ""]
         with span("process.start", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
-            code, out = await self._sh(
-                box,
-                PROC_START,
-                self._dir(box, row.id),
-                str(self._settings.process_output_limit),
-                exports + command,
-                resolve_cwd(box.workspace, cwd) or box.workspace,
-                "tty" if tty else "stdin" if stdin else "",
-            )
+            # a process of its own: the command gets the sandbox's environment, not our PATH
+            res = await self._runtime.exec(box.runtime_ref, ExecRequest(argv, timeout=_QUICK))
+            code, out = res.exit_code, res.stdout
         if tty and code == 4:
             raise InvalidInput(
                 "this sandbox cannot give a process a terminal (its image has no util-linux "

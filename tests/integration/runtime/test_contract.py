@@ -23,12 +23,14 @@ from sandlot.domain.errors import (
 )
 from sandlot.runtime.archives import ArchiveReport, check_archive
 from sandlot.runtime.base import LABEL_SANDBOX, ExecRequest, SandboxRuntime, SandboxSpec
+from sandlot.runtime.channels import INLINE_MAX
+from sandlot.runtime.docker import DockerRuntime
 from tests.conftest import BUSYBOX, RUNTIME_INSTANCE
 
 WS = "/workspace"
 
 
-@pytest.fixture(params=["docker", "local"], scope="module")
+@pytest.fixture(params=["docker", "local", "channel"], scope="module")
 def runtime(request: pytest.FixtureRequest) -> SandboxRuntime:
     return request.getfixturevalue(f"{request.param}_runtime")
 
@@ -39,7 +41,13 @@ async def ref(runtime: SandboxRuntime) -> AsyncIterator[str]:
     ref = await runtime.create(
         SandboxSpec(sandbox_id, "ten_test", BUSYBOX, labels={LABEL_SANDBOX: sandbox_id})
     )
+    shells = getattr(runtime, "test_shells", None)
+    if shells is not None:
+        await shells.warm(sandbox_id, ref)
+        assert shells.channel(ref) is not None
     yield ref
+    if shells is not None:
+        await shells.drop_warm(sandbox_id)
     await runtime.remove(ref)
 
 
@@ -112,6 +120,60 @@ async def test_file_round_trip_is_byte_identical(runtime: SandboxRuntime, ref: s
     found = await runtime.read_file(ref, f"{WS}/deep/er/blob.bin", WS, 1 << 30)
     assert found.size == len(data) and await found.read_all() == data
     assert (await sh(runtime, ref, "wc -c < deep/er/blob.bin")).strip() == b"10485760"
+
+
+async def test_small_files_round_trip_exactly_every_byte(runtime: SandboxRuntime, ref: str) -> None:
+    """Every byte value, an empty file, and sizes around the base64 line length (the channel
+    sends small input inline as base64 in the shell's own input)."""
+    for size in (0, 1, 56, 57, 58, 76, 77, 4095, 65537):
+        data = (bytes(range(256)) * (size // 256 + 1))[:size]
+        await write(runtime, ref, f"s{size}", data)
+        assert await read(runtime, ref, f"s{size}") == data
+    await write(runtime, ref, "eof-marker", b"__SL_\n__SL_00 0\nEOF\n'\n")
+    assert await read(runtime, ref, "eof-marker") == b"__SL_\n__SL_00 0\nEOF\n'\n"
+
+
+async def test_through_an_idle_shell_files_and_programs_cost_no_exec(
+    channel_runtime: DockerRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the channel is for: with an idle shell of this process's on the sandbox, a small
+    file's write and read, and a program, start no process through the engine; a file over
+    the inline limit, or anything while a command runs in the shell, still does."""
+    sandbox_id = f"sbx_{secrets.token_hex(8)}"
+    ref = await channel_runtime.create(SandboxSpec(sandbox_id, "ten_test", BUSYBOX))
+    shells = channel_runtime.test_shells  # type: ignore[attr-defined]
+    try:
+        await shells.warm(sandbox_id, ref)
+        execs: list[list[str]] = []
+        attach = channel_runtime.attach
+
+        async def counted(ref: str, argv: list[str], **kw: object) -> object:
+            execs.append(list(argv))
+            return await attach(ref, argv, **kw)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(channel_runtime, "attach", counted)
+        data = os.urandom(1 << 20)
+        await write(channel_runtime, ref, "one.bin", data)
+        assert await read(channel_runtime, ref, "one.bin") == data
+        res = await channel_runtime.run_program(ref, 'wc -c < "$1"', [f"{WS}/one.bin"])
+        assert (res.exit_code, res.stdout.strip()) == (0, b"1048576")
+        assert execs == []
+        big = os.urandom(INLINE_MAX + 1)
+        await write(channel_runtime, ref, "big.bin", big)
+        assert await read(channel_runtime, ref, "big.bin") == big
+        assert len(execs) == 2  # streamed through a process of its own each way
+        session_shell = shells.get("ses_x", ref, sandbox_id)
+        busy = asyncio.ensure_future(
+            session_shell.run("sleep 0.5", timeout=5, silence_timeout=None, output_limit=1024)
+        )
+        await asyncio.sleep(0.1)
+        assert await read(channel_runtime, ref, "one.bin") == data  # beside the command
+        assert len(execs) == 3
+        await busy
+    finally:
+        await shells.close("ses_x")
+        await shells.drop_warm(sandbox_id)
+        await channel_runtime.remove(ref)
 
 
 async def test_symlinks_pointing_out_are_refused_both_ways(runtime: SandboxRuntime, ref: str) -> None:

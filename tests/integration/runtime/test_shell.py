@@ -62,19 +62,22 @@ async def test_timeout_kills_children_and_keeps_the_shell(shell: PersistentShell
     assert b"sleep 30" not in left.stdout
 
 
-async def test_a_check_in_a_waiting_shell_keeps_no_state_and_a_command_waits_for_it(
+async def test_a_program_in_a_waiting_shell_keeps_no_state_and_a_command_waits_for_it(
     runtime: SandboxRuntime, shell: PersistentShell
 ) -> None:
-    """The keepalive of a pool sandbox runs in the shell opened while it waits: it reports the
-    exit code, writes no session state, and the adopting session's first command sent while it
-    runs waits for it (no Conflict) and then binds its own state."""
+    """The service's programs (the keepalive, file reads...) run in the shell opened while a
+    pool sandbox waits: they report the exit code and write no session state, and the adopting
+    session's first command sent while one runs waits for it (no Conflict), then binds its own
+    state."""
     waiting = ShellManager(runtime)
     await waiting.warm("sbx_w", shell.ref)
     assert not waiting.in_session(shell.ref)
-    assert await waiting.check_warm("sbx_other", shell.ref, "true", 5) is None
-    failed = await waiting.check_warm("sbx_w", shell.ref, "export X=1; exit 3", 5)
+    assert waiting.channel("elsewhere") is None
+    channel = waiting.channel(shell.ref)
+    assert channel is not None
+    failed = await channel.program("export X=1; exit 3", timeout=5)
     assert failed is not None and failed.exit_code == 3
-    slow = asyncio.ensure_future(waiting.check_warm("sbx_w", shell.ref, "sleep 0.3; echo checked", 5))
+    slow = asyncio.ensure_future(channel.program("sleep 0.3; echo checked", timeout=5))
     await asyncio.sleep(0.1)
     adopted = waiting.get("ses_w", shell.ref, "sbx_w")
     res = await run(adopted, "echo X=$X; pwd")
@@ -83,6 +86,73 @@ async def test_a_check_in_a_waiting_shell_keeps_no_state_and_a_command_waits_for
     assert res.exit_code == 0 and res.stdout.startswith(b"X=\n")
     assert (await run(adopted, "export Y=2; cd /tmp")).exit_code == 0
     assert (await run(adopted, "echo $Y; pwd")).stdout == b"2\n/tmp\n"
-    assert await waiting.check_warm("sbx_w", shell.ref, "true", 5) is None  # a session's now
     assert waiting.in_session(shell.ref)
+    assert waiting.channel(shell.ref) is adopted  # the session's shell is the channel now
     await waiting.close_all()
+
+
+async def test_programs_never_run_beside_a_command_and_see_none_of_its_state(shell: PersistentShell) -> None:
+    """While a session's command runs, a program is turned away (the caller runs it in a process
+    of its own) rather than queued behind it; between commands it runs with the helper PATH and
+    none of the session's exports, cwd or preloads."""
+    uid = (await run(shell, "id -u")).stdout.decode().strip()
+    busy = asyncio.ensure_future(run(shell, "sleep 0.5; echo done"))
+    await asyncio.sleep(0.1)
+    assert await shell.program("echo in", timeout=5) is None
+    assert (await busy).stdout == b"done\n"
+    await run(shell, "export PATH=/nowhere LD_PRELOAD=/workspace/evil.so GREETING=hi; cd /tmp")
+    res = await shell.program(
+        'echo "$PATH|${LD_PRELOAD-unset}|${GREETING-}|$1"; pwd; id -u', ["arg 1"], timeout=5
+    )
+    assert res is not None and res.exit_code == 0
+    lines = res.stdout.decode().splitlines()
+    assert lines[0].startswith("/usr/local/sbin:") and lines[0].endswith("|unset||arg 1")
+    assert lines[1:] == ["/", uid]  # the sandbox user, as every command
+    assert (await run(shell, 'echo "$GREETING"; pwd')).stdout == b"hi\n/tmp\n"  # the session's intact
+
+
+async def test_a_programs_input_arrives_exactly_and_a_hung_one_is_killed(shell: PersistentShell) -> None:
+    await run(shell, "true")
+    data = bytes(range(256)) * 300 + b"\n__SL_x 0\n"
+    res = await shell.program("cat; echo end >&2", stdin=data, timeout=5, output_limit=1 << 20)
+    assert res is not None and (res.exit_code, res.stdout, res.stderr) == (0, data, b"end\n")
+    empty = await shell.program("wc -c", stdin=b"", timeout=5)
+    assert empty is not None and empty.stdout.strip() == b"0"
+    hung = await shell.program("sleep 300", timeout=0.5)
+    assert hung is not None and hung.timed_out and hung.exit_code is None
+    after = await shell.program("echo alive", timeout=5)
+    assert after is not None and after.stdout == b"alive\n"
+    assert (await run(shell, "ps -o args 2>/dev/null || ps")).stdout.count(b"sleep 300") == 0
+
+
+async def test_a_programs_input_is_never_read_as_commands(shell: PersistentShell) -> None:
+    """Input is only sent once the shell asks for it and is spooled whole before the program
+    starts: input that looks like commands stays data, even for a program that reads none of
+    it, fails at once, or reads half; the shell answers as before afterwards."""
+    await run(shell, "true")
+    evil = b"echo pwned > /tmp/pwned\n" * 2000 + b"exit 0\n"
+    for script in ("exit 3", "head -c 10 >/dev/null; exit 4", "cat > /dev/null", "sleep 0.2"):
+        res = await shell.program(script, stdin=evil, timeout=5)
+        assert res is not None and res.exit_code in (0, 3, 4)
+    res = await shell.program("cat", stdin=evil, timeout=5, output_limit=1 << 20)
+    assert res is not None and res.stdout == evil
+    assert (await run(shell, "ls /tmp/pwned 2>&1 || echo none")).stdout.endswith(b"none\n")
+    assert (await run(shell, "echo still")).stdout == b"still\n"
+
+
+async def test_input_that_cannot_be_put_down_is_given_back_to_the_caller(
+    docker_runtime: SandboxRuntime,
+) -> None:
+    """With the state tmpfs full the shell cannot spool a program's input: the program does
+    not run there (None: the caller runs it in a process of its own), and the shell lives on."""
+    ref = await docker_runtime.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX))
+    sh = PersistentShell(docker_runtime, ref, "s1")
+    try:
+        await run(sh, "head -c 100000000 /dev/zero > /dev/shm/fill; true")
+        assert await sh.program("cat", stdin=b"x" * 100_000, timeout=5) is None
+        await run(sh, "rm /dev/shm/fill")
+        res = await sh.program("wc -c", stdin=b"x" * 100_000, timeout=5)
+        assert res is not None and res.stdout.strip() == b"100000"
+    finally:
+        await sh.close()
+        await docker_runtime.remove(ref)
