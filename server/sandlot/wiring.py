@@ -27,7 +27,7 @@ from sandlot.runtime.shells import ShellManager
 from sandlot.services.accounts import AccountService
 from sandlot.services.activities import ActivityRecorder
 from sandlot.services.assets import AssetService
-from sandlot.services.audit import AuditService, RateLimiter
+from sandlot.services.audit import AuditService
 from sandlot.services.charts import ChartService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
@@ -35,6 +35,7 @@ from sandlot.services.loops import PeriodicLoop
 from sandlot.services.overview import OverviewService
 from sandlot.services.pools import PoolService
 from sandlot.services.processes import ProcessService
+from sandlot.services.rate_limits import RateLimiter
 from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
@@ -74,6 +75,8 @@ async def assemble(
         rt = await _runtime(stack, settings, runtime, provider)
         sessions = make_sessionmaker(engine)
         services, recorder, shells = await _services(settings, engine, sessions, rt, counters)
+        if settings.shell_channels:
+            rt.use_channels(shells.channel)
         stack.push_async_callback(shells.close_all)
         stack.push_async_callback(recorder.flush)
         stack.push_async_callback(services.audit.flush)

@@ -14,13 +14,14 @@ from litestar.types import Scope
 from sandlot.domain.errors import RateLimited
 from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.assets import AssetService
-from sandlot.services.audit import AuditService, RateLimiter
+from sandlot.services.audit import AuditService
 from sandlot.services.charts import ChartService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.health import HealthService
 from sandlot.services.overview import OverviewService
 from sandlot.services.pools import PoolService
 from sandlot.services.processes import ProcessService
+from sandlot.services.rate_limits import RateLimiter
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
 from sandlot.services.snapshot_gc import SnapshotCollector

@@ -1,27 +1,24 @@
-"""Accountability for every key: a rate limit per key (a token bucket in the store, so every API
-process draws from the same one) and an audit trail of the state changes keys make."""
+"""Accountability for every key: the audit trail of the state changes keys make (the rate limit
+per key is :mod:`sandlot.services.rate_limits`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import RateLimited
 from sandlot.domain.keys import Scope
 from sandlot.services.accounts import Principal
-from sandlot.store.repositories import AuditRepository, take_token
+from sandlot.store.repositories import AuditRepository
 from sandlot.store.tables import AuditEvent
 from sandlot.store.types import utcnow
 
-__all__ = ["Allowance", "AuditEntry", "AuditService", "RateLimiter"]
+__all__ = ["AuditEntry", "AuditService"]
 
 log = logging.getLogger(__name__)
 _MAX_PENDING = 100_000  # events kept while the store cannot take them, at most
@@ -45,51 +42,6 @@ class AuditEntry:
 
     def row(self) -> dict[str, object]:
         return {name: getattr(self, name) for name in self.__slots__}
-
-
-@dataclass(frozen=True, slots=True)
-class Allowance:
-    """Where a key's bucket stands after a request: what the ``RateLimit-*`` headers say."""
-
-    limit: int
-    remaining: int
-    reset: int  # seconds until the bucket is full again
-
-    def headers(self) -> dict[str, str]:
-        return {
-            "RateLimit-Limit": str(self.limit),
-            "RateLimit-Remaining": str(self.remaining),
-            "RateLimit-Reset": str(self.reset),
-        }
-
-
-class RateLimiter:
-    """``rate`` requests a second per key on average, ``burst`` at once (``rate`` 0: no limit);
-    the buckets live in the store behind ``counters`` (see ``make_engine(durable=False)``)."""
-
-    def __init__(self, counters: AsyncEngine, rate: float, burst: int) -> None:
-        self._counters = counters.execution_options(isolation_level="AUTOCOMMIT")
-        self.rate = rate
-        self.burst = burst
-
-    async def admit(self, principal: Principal) -> Allowance | None:
-        """Take a token for the key's request, or raise :class:`RateLimited` with how long to
-        wait. None when there is no limit."""
-        if self.rate <= 0:
-            return None
-        async with self._counters.connect() as conn:  # one statement: no ORM session
-            allowed, tokens = await take_token(conn, principal.key_id, time.time(), self.rate, self.burst)
-        reset = math.ceil((self.burst - tokens) / self.rate)
-        allowance = Allowance(self.burst, max(math.floor(tokens), 0), reset)
-        if not allowed:
-            wait = max(math.ceil((1 - tokens) / self.rate), 1)
-            raise RateLimited(
-                f"this key made more than {self.burst} requests at once or {self.rate:g} a second; "
-                f"retry in {wait} s",
-                retry_after=wait,
-                allowance=allowance,
-            )
-        return allowance
 
 
 class AuditService:

@@ -93,13 +93,7 @@ class SnapshotService:
 
     async def latest(self, session_id: str) -> Snapshot | None:
         async with self._sessions() as session:
-            query = (
-                select(Snapshot)
-                .where(col(Snapshot.session_id) == session_id)
-                .order_by(col(Snapshot.created_at).desc())
-                .limit(1)
-            )
-            return (await session.scalars(query)).first()
+            return await _latest(session, session_id)
 
     async def take(self, sess: Session, box: Sandbox, kind: str) -> Snapshot:
         """Snapshot the workspace and shell state of ``sess`` (on ``box``): read what changed,
@@ -203,7 +197,7 @@ class SnapshotService:
         async with self._sessions.begin() as session:
             owner = await session.get(Session, snap.session_id, with_for_update=True)
             if owner is not None and owner.status == SESSION_SUSPENDED:
-                last = await self.latest(owner.id)
+                last = await _latest(session, owner.id)  # in this transaction: one connection
                 if last is not None and last.id == snap.id:
                     raise Conflict(
                         f"snapshot {snapshot_id} is what suspended session {owner.id} resumes from",
@@ -215,3 +209,13 @@ class SnapshotService:
                 await session.delete(row)
         if snap.storage == STORAGE_TAR and snap.blob_key:
             await self._blobs.delete(snap.blob_key)
+
+
+async def _latest(session: AsyncSession, session_id: str) -> Snapshot | None:
+    query = (
+        select(Snapshot)
+        .where(col(Snapshot.session_id) == session_id)
+        .order_by(col(Snapshot.created_at).desc())
+        .limit(1)
+    )
+    return (await session.scalars(query)).first()

@@ -6,7 +6,7 @@ cannot be probed. One module per concept; every dialect branch lives here, in th
 """
 
 from sandlot.store.repositories.accounts import ApiKeyRepository, TenantRepository
-from sandlot.store.repositories.audit import AuditRepository, take_token
+from sandlot.store.repositories.audit import AuditRepository, take_tokens
 from sandlot.store.repositories.environments import EnvironmentRepository
 from sandlot.store.repositories.pools import PoolRepository
 from sandlot.store.repositories.sandboxes import ACTIVE, SandboxQuery, SandboxRepository
@@ -25,5 +25,5 @@ __all__ = [
     "SessionRepository",
     "StatsRepository",
     "TenantRepository",
-    "take_token",
+    "take_tokens",
 ]

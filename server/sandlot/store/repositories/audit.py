@@ -14,7 +14,7 @@ from sqlmodel import col, select
 
 from sandlot.store.tables import AuditEvent, RateBucket
 
-__all__ = ["AuditRepository", "take_token"]
+__all__ = ["AuditRepository", "take_tokens"]
 
 
 class AuditRepository:
@@ -42,16 +42,17 @@ class AuditRepository:
 
 
 @functools.cache
-def _take_token_statement(dialect: str) -> Any:
+def _take_tokens_statement(dialect: str) -> Any:
     """The bucket upsert for ``dialect``, built once (building it cost more than running it):
-    parameters ``key_id``, ``now``, ``rate``, ``burst`` and ``first`` (the tokens a new bucket
-    keeps)."""
+    parameters ``key_id``, ``now``, ``rate``, ``burst``, ``want`` and ``first`` (the tokens a
+    new bucket keeps)."""
     bucket = RateBucket.__table__  # type: ignore[attr-defined]
     now = bindparam("now", type_=Float)
     burst = bindparam("burst", type_=Float)
+    want = bindparam("want", type_=Float)
     refilled = bucket.c.tokens + (now - bucket.c.stamp) * bindparam("rate", type_=Float)
     capped = case((refilled > burst, burst), else_=refilled)
-    ok = capped >= 1
+    ok = capped >= want
     insert_into: Any = (postgresql if dialect == "postgresql" else sqlite).insert(bucket)
     return (
         insert_into.values(
@@ -63,7 +64,7 @@ def _take_token_statement(dialect: str) -> Any:
         .on_conflict_do_update(
             index_elements=[bucket.c.key_id],
             set_={
-                "tokens": case((ok, capped - 1), else_=bucket.c.tokens),
+                "tokens": case((ok, capped - want), else_=bucket.c.tokens),
                 "stamp": case((ok, now), else_=bucket.c.stamp),
                 "allowed": ok,
             },
@@ -72,22 +73,24 @@ def _take_token_statement(dialect: str) -> Any:
     )
 
 
-async def take_token(
-    session: AsyncSession | AsyncConnection, key_id: str, now: float, rate: float, burst: int
+async def take_tokens(
+    session: AsyncSession | AsyncConnection, key_id: str, now: float, rate: float, burst: int, want: int = 1
 ) -> tuple[bool, float]:
-    """Take one token from ``key_id``'s bucket (``burst`` tokens at most, ``rate`` a second
-    back), in one atomic upsert. Returns (allowed, tokens left); a refused request changes
-    nothing, so the refill goes on from the last allowed one. On a connection of its own
+    """Take ``want`` tokens (all or none) from ``key_id``'s bucket (``burst`` tokens at most,
+    ``rate`` a second back), in one atomic upsert. Returns (taken, tokens left); a refusal
+    changes nothing, so the refill goes on from the last take. On a connection of its own
     (``AsyncConnection``, autocommit) it skips the ORM session's overhead, which cost more than
     the statement on every request."""
+    want = max(1, min(want, burst))
     bind = session if isinstance(session, AsyncConnection) else session.get_bind()
-    statement = _take_token_statement(bind.dialect.name)
+    statement = _take_tokens_statement(bind.dialect.name)
     params = {
         "key_id": key_id,
         "now": now,
         "rate": float(rate),
         "burst": float(burst),
-        "first": float(burst - 1),
+        "want": float(want),
+        "first": float(burst - want),
     }
     allowed, tokens = (await session.execute(statement, params)).one()
     return bool(allowed), float(tokens)
