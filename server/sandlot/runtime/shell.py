@@ -38,66 +38,11 @@ from sandlot.observability.tracing import current_traceparent
 from sandlot.runtime.base import ExecResult, ProcessStream, SandboxRuntime
 from sandlot.runtime.channels import INLINE_MAX
 from sandlot.runtime.output import Framed
-from sandlot.runtime.scripts import HELPER_PATH, HELPER_UNSET
+from sandlot.runtime.shell_boot import BIND, BOOT, SPOOL_FAILED
 
 __all__ = ["PersistentShell", "ShellResult", "shell_state_dir"]
 
 log = logging.getLogger(__name__)
-
-# $1: end token, $2: the command, $3: a W3C traceparent for the command (may be empty). The
-# state directory ($__sl_S) is bound later (_BIND), when the shell knows its session: a shell
-# opened while its sandbox waits in the pool has none yet.
-#
-# __sl_do TOKEN FILE COUNT PROGRAM ARGS... runs a program of the service's with the helper PATH
-# and none of a session's state; its input is /dev/null (COUNT empty) or COUNT bytes that
-# follow in the shell's own input. Those are sent only once the shell said "go TOKEN": the
-# shell then holds nothing of them in its input buffer, and `head -c` takes exactly them into
-# FILE (a spool on the state tmpfs) before the program starts, so a program that reads less,
-# fails or hangs can never leave any for the shell to read as commands. The ready line says
-# whether this shell has `head` and `cat` to take input so.
-_HELPER = "PATH=@PATH@; export PATH; unset @UNSET@ TRACEPARENT"
-_BOOT = (
-    r"""__sl_run() {
-  (
-    if [ -r "$__sl_S/env" ]; then . "$__sl_S/env"; cd "$__SL_CWD" 2>/dev/null; fi
-    if [ -n "$3" ]; then export TRACEPARENT="$3"; else unset TRACEPARENT; fi
-    trap '__SL_CWD=$PWD; export __SL_CWD; export -p > "$__sl_S/env"' EXIT
-    eval "$2"
-  ) </dev/null
-  printf '\n%s %d\n' "$1" "$?"
-  printf '\n%s\n' "$1" >&2
-}
-__sl_do() {
-  __sl_t=$1; __sl_s=$2; __sl_n=$3; __sl_p=$4; shift 4; __sl_f=/dev/null
-  if [ -n "$__sl_n" ]; then
-    printf 'go %s\n' "$__sl_t"; __sl_f=$__sl_s
-    (
-      @HELPER@; [ -d "${__sl_s%/*}" ] || mkdir -p "${__sl_s%/*}" 2>/dev/null; rm -f "$__sl_s"
-      head -c "$__sl_n" | { cat > "$__sl_s" || { cat > /dev/null; exit 1; }; }
-    ) || __sl_f=
-  fi
-  if [ -n "$__sl_f" ]; then
-    ( @HELPER@; cd / && eval "$__sl_p" ) < "$__sl_f"
-  else
-    echo @SPOOL@ >&2; (exit 125)
-  fi
-  printf '\n%s %d\n' "$__sl_t" "$?"
-  printf '\n%s\n' "$__sl_t" >&2
-  [ -z "$__sl_n" ] || rm -f "$__sl_s"
-  unset __sl_t __sl_s __sl_f __sl_n __sl_p
-}
-read -r __sl_pid __sl_rest < /proc/self/stat
-__sl_can=; if ( @HELPER@; command -v head && command -v cat ) >/dev/null 2>&1; then __sl_can=in; fi
-printf 'ready %s %s\n' "$__sl_pid" "$__sl_can"
-unset __sl_pid __sl_rest __sl_can
-""".replace("@HELPER@", _HELPER)
-    .replace("@PATH@", HELPER_PATH)
-    .replace("@UNSET@", " ".join(HELPER_UNSET))
-)
-_SPOOL_FAILED = b"__sl_spool_failed"
-_BOOT = _BOOT.replace("@SPOOL@", _SPOOL_FAILED.decode())
-
-_BIND = '__sl_S=%s; mkdir -p "$__sl_S" 2>/dev/null\n'
 
 #: How long a program waits for another of the service's to leave the shell before the caller
 #: runs it another way.
@@ -235,7 +180,7 @@ class PersistentShell:
             return None  # the shell is lost; the caller's own process finds out about the sandbox
         finally:
             self._lock.release()
-        if stdin is not None and res.exit_code == 125 and res.stderr.endswith(_SPOOL_FAILED + b"\n"):
+        if stdin is not None and res.exit_code == 125 and res.stderr.endswith(SPOOL_FAILED + b"\n"):
             return None  # the input could not be put down (the state tmpfs is full)
         return ExecResult(
             exit_code=res.exit_code,
@@ -280,7 +225,7 @@ class PersistentShell:
         started, self._started = self._started, None
         self._stream = started or await self._runtime.open_process(self.ref, ["/bin/sh"])
         self._pump = asyncio.create_task(self._pump_chunks(self._stream))
-        await self._stream.write(_BOOT.encode())
+        await self._stream.write(BOOT.encode())
         seen = b""
         deadline = time.monotonic() + 10
         while not (seen.startswith(b"ready ") and seen.endswith(b"\n")):
@@ -334,7 +279,7 @@ class PersistentShell:
         words = f"{_quote(command)} {_quote(traceparent)}"
         bind = ""
         if not self._bound:
-            bind = _BIND % _quote(self.state_dir)
+            bind = BIND % _quote(self.state_dir)
             self._bound = True
         return lambda token: f"{bind}__sl_run {token} {words}\n".encode()
 
@@ -355,10 +300,9 @@ class PersistentShell:
         out = Framed(f"\n{token} ".encode(), limit)
         err = Framed(f"\n{token}\n".encode(), limit)
         await self._stream.write(line(token))
-        go_line = b"go %s\n" % token.encode()
-        go: bytes | None = go_line if payload is not None else None
-        asked = b""
         deadline = started + timeout
+        if payload is not None:
+            await self._send_when_asked(b"go %s\n" % token.encode(), payload, deadline, out, err)
         last_output = started
         timed_out = silence_hit = False
         killed_at: float | None = None
@@ -384,13 +328,6 @@ class PersistentShell:
                 continue
             assert not isinstance(chunk, bool)
             last_output = time.monotonic()
-            if chunk[0] == 1 and go is not None:  # before the input: only the shell's request
-                asked += chunk[1]
-                if asked.startswith(go):
-                    go = None
-                    await self._stream.write(payload or b"")
-                    out.feed(asked[len(go_line) :])
-                continue
             (out if chunk[0] == 1 else err).feed(chunk[1])
         code_text = out.after.strip()
         code = int(code_text) if code_text.isdigit() else None
@@ -403,6 +340,27 @@ class PersistentShell:
             silence_timed_out=silence_hit,
             truncated=out.buf.truncated or err.buf.truncated,
         )
+
+    async def _send_when_asked(
+        self, go: bytes, payload: bytes, deadline: float, out: Framed, err: Framed
+    ) -> None:
+        """Send a program's input once the shell asks for it (``go``, before anything else on
+        stdout); nothing when the deadline passes first (the frame loop then times out)."""
+        assert self._stream is not None
+        asked = b""
+        while not asked.startswith(go):
+            chunk = await self._next(deadline - time.monotonic())
+            if chunk is None:
+                raise SandboxStateError("the persistent shell ended (the sandbox may have died)")
+            if chunk is False:
+                return
+            assert not isinstance(chunk, bool)
+            if chunk[0] == 1:
+                asked += chunk[1]
+            else:
+                err.feed(chunk[1])
+        await self._stream.write(payload)
+        out.feed(asked[len(go) :])
 
     async def close(self) -> None:
         if self._started is not None:

@@ -29,7 +29,14 @@ from sandlot.domain.paths import resolve_cwd
 from sandlot.observability.tracing import current_traceparent, span
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.runtime.bridge import as_ready
-from sandlot.runtime.scripts import PROC_FOLLOW, PROC_KILL, PROC_READ, PROC_START, PROC_STATUS, PROC_STDIN
+from sandlot.runtime.process_scripts import (
+    PROC_FOLLOW,
+    PROC_KILL,
+    PROC_READ,
+    PROC_START,
+    PROC_STATUS,
+    PROC_STDIN,
+)
 from sandlot.services.accounts import Principal
 from sandlot.services.assets import resolve_placeholders
 from sandlot.services.sessions import SessionService

@@ -26,7 +26,7 @@ import uvloop
 
 from sandlot.runtime.base import ExecRequest, SandboxSpec
 from sandlot.runtime.local import LocalRuntime
-from sandlot.runtime.scripts import PROC_FOLLOW, PROC_KILL, PROC_START, PROC_STATUS
+from sandlot.runtime.process_scripts import PROC_FOLLOW, PROC_KILL, PROC_START, PROC_STATUS
 from tests.conftest import BUSYBOX, RUNTIME_INSTANCE
 
 pytestmark = pytest.mark.timeout(60)

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from sandlot.runtime.base import LABEL_SANDBOX, ExecRequest, SandboxRuntime, SandboxSpec
-from sandlot.runtime.scripts import PROC_READ, PROC_START, PROC_STDIN
+from sandlot.runtime.process_scripts import PROC_READ, PROC_START, PROC_STDIN
 from tests.conftest import BUSYBOX
 
 pytestmark = pytest.mark.timeout(90)
