@@ -9,7 +9,9 @@
   (snapshot + freeze), resume onto the same sandbox, and resume after the container was
   removed (a replacement hydrated from the snapshot).
 
-Usage: ``uv run python bench/bench_streaming.py [--rounds 3]``
+Usage: ``uv run python bench/bench_streaming.py [--rounds 3] [--image sandlot/busybox:latest]``
+(the image decides the live follower: busybox copies with ``dd`` every 20 ms, Debian images
+follow with GNU ``tail -f``).
 """
 
 from __future__ import annotations
@@ -83,10 +85,12 @@ async def ws_throughput(http, base: str, key: str, sid: str) -> tuple[float, int
     return time.perf_counter() - t, got
 
 
-async def attach_throughput(docker: aiodocker.Docker, cpu: dict[str, list[float]]) -> tuple[float, int]:
+async def attach_throughput(
+    docker: aiodocker.Docker, image: str, cpu: dict[str, list[float]]
+) -> tuple[float, int]:
     c = await docker.containers.create(
         {
-            "Image": IMAGE,
+            "Image": image,
             "Cmd": ["/bin/sh", "-c", "while :; do sleep 3600; done"],
             "Labels": {"dev.sandlot.instance": INSTANCE},
             "HostConfig": {"NetworkMode": "none"},
@@ -107,7 +111,7 @@ async def attach_throughput(docker: aiodocker.Docker, cpu: dict[str, list[float]
         await c.delete(force=True)
 
 
-async def main(rounds: int) -> None:
+async def main(rounds: int, image: str) -> None:
     ws_rates: list[float] = []
     raw_rates: list[float] = []
     suspend: list[float] = []
@@ -120,7 +124,7 @@ async def main(rounds: int) -> None:
             env = {"SANDLOT_PROCESS_OUTPUT_LIMIT": str(60 << 20)}
             async with server(db, INSTANCE, env) as http:
                 base = str(http._base_url).rstrip("/")
-                await call(http, "POST", "/v1/environments", {"name": "b", "images": [IMAGE], "pool_size": 0})
+                await call(http, "POST", "/v1/environments", {"name": "b", "images": [image], "pool_size": 0})
                 docker = aiodocker.Docker()
                 try:
                     for _ in range(rounds):
@@ -131,7 +135,7 @@ async def main(rounds: int) -> None:
                         with cpu_used(boxes[0].id, ws_cpu):
                             seconds, n = await ws_throughput(http, base, db.key, s["id"])
                         ws_rates.append(n / seconds / 1e6)
-                        seconds, n = await attach_throughput(docker, raw_cpu)
+                        seconds, n = await attach_throughput(docker, image, raw_cpu)
                         raw_rates.append(n / seconds / 1e6)
 
                         run = f"/v1/sessions/{s['id']}/features/shell/run"
@@ -159,7 +163,7 @@ async def main(rounds: int) -> None:
         finally:
             await remove_containers(INSTANCE)
 
-    print(f"\nStreaming and suspend/resume ({os.cpu_count()} cores, PostgreSQL, Docker runtime)\n")
+    print(f"\nStreaming and suspend/resume ({os.cpu_count()} cores, PostgreSQL, Docker runtime, {image})\n")
     print(f"| {'output throughput (MB/s)':<48} | {'median':>8} | {'min':>8} | {'n':>5} |")
     print(f"|{'-' * 50}|{'-' * 10}|{'-' * 10}|{'-' * 7}|")
     for name, rates in (
@@ -168,6 +172,8 @@ async def main(rounds: int) -> None:
     ):
         ordered = sorted(rates)
         print(f"| {name:<48} | {ordered[len(ordered) // 2]:8.1f} | {ordered[0]:8.1f} | {len(rates):5d} |")
+    ratios = sorted(w / r for w, r in zip(ws_rates, raw_rates, strict=True))
+    print(f"\nSandlot / raw, round by round: median {ratios[len(ratios) // 2]:.2f}x, {ratios}")
     sides = ("sandbox", "docker", "server", "client")
     names = " | ".join(f"{k if k != 'docker' else 'engine':>8}" for k in sides)
     print(f"\n| {'CPU-seconds per stream (median)':<48} | {names} |")
@@ -185,4 +191,6 @@ async def main(rounds: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
-    asyncio.run(main(parser.parse_args().rounds))
+    parser.add_argument("--image", default=IMAGE)
+    args = parser.parse_args()
+    asyncio.run(main(args.rounds, args.image))
