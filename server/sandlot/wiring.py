@@ -47,7 +47,7 @@ from sandlot.services.transfers import Transfers
 from sandlot.settings import Settings
 from sandlot.store import migrate
 from sandlot.store.blobs import FileBlobStore
-from sandlot.store.engine import make_engine, make_sessionmaker
+from sandlot.store.engine import fill_pool, make_engine, make_sessionmaker
 from sandlot.store.leader import leader
 
 __all__ = ["assemble"]
@@ -71,6 +71,7 @@ async def assemble(
         stack.push_async_callback(engine.dispose)
         counters = make_engine(settings.database_url, durable=False)  # the rate limit's buckets
         stack.push_async_callback(counters.dispose)
+        await fill_pool(engine, settings.database_pool_size)
         _trace(stack, provider, engine)
         rt = await _runtime(stack, settings, runtime, provider)
         sessions = make_sessionmaker(engine)

@@ -10,6 +10,7 @@ from pydantic import Field
 from sandlot.domain.errors import InvalidInput
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.features.base import ActivityArgs, Feature, SessionContext, activity
+from sandlot.runtime.bridge import one_chunk
 from sandlot.runtime.file_scripts import (
     FILE_EXIT_CODES,
     FS_LIST,
@@ -21,7 +22,6 @@ from sandlot.runtime.file_scripts import (
     octal,
 )
 from sandlot.runtime.output import decode_input
-from sandlot.store.blobs import one_chunk
 
 __all__ = ["FilesFeature"]
 

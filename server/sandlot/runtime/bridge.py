@@ -26,6 +26,7 @@ __all__ = [
     "as_ready",
     "consume",
     "gathered",
+    "one_chunk",
     "produce",
     "run_blocking",
     "tee",
@@ -362,3 +363,8 @@ async def tee(
         with contextlib.suppress(BaseException):
             await later
         raise
+
+
+async def one_chunk(data: bytes) -> AsyncIterator[bytes]:
+    """``data`` as a stream (bytes already in memory, given where a stream is taken)."""
+    yield data

@@ -24,7 +24,7 @@ from sandlot.domain.errors import (
 )
 from sandlot.runtime.archives import ArchiveReport, strip_first_component
 from sandlot.runtime.base import FileStream
-from sandlot.runtime.bridge import CHUNK, transform
+from sandlot.runtime.bridge import CHUNK, one_chunk, transform
 from sandlot.runtime.channels import INLINE_MAX
 from sandlot.runtime.docker_streams import engine, program_ended, send_stdin
 from sandlot.runtime.file_scripts import FILE_READ, FILE_WRITE, FIX_MODES, IMPORT_CHECK, file_error, octal
@@ -113,7 +113,7 @@ async def write_file(
 ) -> None:
     args = [workspace, octal(_relative(path, workspace)), str(size)]
     channel = rt.channels.find(ref) if size <= INLINE_MAX else None
-    if channel is not None:  # small enough to go inline through the sandbox's idle shell
+    if channel is not None:  # small enough to gather first and send through the idle shell
         payload = await _take(data, size)
         res = await channel.program(
             FILE_WRITE, args, stdin=payload, timeout=_FINISH_SECONDS, output_limit=1 << 14
@@ -124,7 +124,7 @@ async def write_file(
             if res.exit_code != 0:
                 raise file_error(res.exit_code, path, res.stderr)
             return
-        data = _one(payload)
+        data = one_chunk(payload)
     exe, stream = await rt.attach(ref, ["/bin/sh", "-c", FILE_WRITE, "sh", *args], stdin=True, helper=True)
     code, err = await _feed_and_wait(rt, exe, stream, data, None)
     if code != 0:
@@ -140,10 +140,6 @@ async def _take(data: AsyncIterable[bytes], size: int) -> bytes:
         if got >= size:
             break
     return b"".join(parts)[:size]
-
-
-async def _one(data: bytes) -> AsyncIterator[bytes]:
-    yield data
 
 
 async def read_file(rt: DockerRuntime, ref: str, path: str, workspace: str, limit: int) -> FileStream:
@@ -193,7 +189,7 @@ def _whole(code: int | None, out: bytes, err: bytes, timed_out: bool, path: str)
     line, newline, body = out.partition(b"\n")
     if code != 0 or not (newline and line.startswith(b"K") and line[1:].isdigit()):
         raise file_error(code, path, err)
-    return FileStream(len(body), _one(body))  # what was read, if the file changed meanwhile
+    return FileStream(len(body), one_chunk(body))  # what was read, if the file changed meanwhile
 
 
 async def _stdout(stream: Stream, first: bytes = b"") -> AsyncIterator[bytes]:

@@ -23,13 +23,13 @@ from sandlot.domain.errors import InvalidInput, NotFound
 from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
 from sandlot.domain.status import SandboxStatus as S
 from sandlot.features.base import SessionContext
+from sandlot.runtime.bridge import one_chunk
 from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
 from sandlot.services.quotas import check_sessions, refuse_sessions
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
-from sandlot.store.blobs import one_chunk
 from sandlot.store.repositories import SessionRepository
 from sandlot.store.tables import Asset, Environment, Sandbox, Session, Snapshot, new_id
 from sandlot.store.types import utcnow

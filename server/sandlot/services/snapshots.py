@@ -29,7 +29,7 @@ from sandlot.domain.keys import Scope
 from sandlot.domain.status import SESSION_SUSPENDED
 from sandlot.observability.tracing import span
 from sandlot.runtime.archives import ArchiveReport
-from sandlot.runtime.base import ExecRequest, SandboxRuntime
+from sandlot.runtime.base import SandboxRuntime
 from sandlot.runtime.bridge import BULK, produce
 from sandlot.runtime.manifest import FILE, content_archive, decode
 from sandlot.runtime.shell import shell_state_dir
@@ -78,16 +78,19 @@ class SnapshotService:
     async def _read_shell_state(self, box: Sandbox, session_id: str) -> str:
         assert box.runtime_ref is not None
         path = self._shell_file(box, session_id)
-        req = ExecRequest(["/bin/sh", "-c", 'cat "$1" 2>/dev/null || true', "sh", path], timeout=15)
-        res = await self._runtime.exec(box.runtime_ref, req)
+        script = 'cat "$1" 2>/dev/null || true'
+        res = await self._runtime.run_program(
+            box.runtime_ref, script, [path], timeout=15, output_limit=1 << 20
+        )
         return res.stdout.decode(errors="replace")
 
     async def _write_shell_state(self, box: Sandbox, session_id: str, state: str) -> None:
         assert box.runtime_ref is not None
         path = self._shell_file(box, session_id)
         script = 'mkdir -p "$(dirname "$1")" && cat > "$1"'
-        req = ExecRequest(["/bin/sh", "-c", script, "sh", path], stdin=state.encode(), timeout=15)
-        res = await self._runtime.exec(box.runtime_ref, req)
+        res = await self._runtime.run_program(
+            box.runtime_ref, script, [path], stdin=state.encode(), timeout=15
+        )
         if res.exit_code != 0:
             raise SandboxStateError(f"could not restore the shell state: {res.stderr[-300:]!r}")
 

@@ -23,7 +23,7 @@ from typing import IO, Protocol
 
 from sandlot.domain.errors import DiskFull, NotFound
 
-__all__ = ["BlobStore", "FileBlobStore", "full_error", "one_chunk"]
+__all__ = ["BlobStore", "FileBlobStore", "full_error"]
 
 _KEY = re.compile(r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
 _CHUNK = 1 << 16
@@ -71,11 +71,6 @@ class BlobStore(Protocol):
     async def keys(self, prefix: str, older_than: float) -> list[str]:
         """The keys under ``prefix`` stored more than ``older_than`` seconds ago."""
         ...
-
-
-async def one_chunk(data: bytes) -> AsyncIterator[bytes]:
-    """``data`` as a stream (for small blobs that are already in memory)."""
-    yield data
 
 
 class FileBlobStore:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -13,7 +15,9 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-__all__ = ["async_url", "make_engine", "make_sessionmaker", "single_statement_sessions"]
+__all__ = ["async_url", "fill_pool", "make_engine", "make_sessionmaker", "single_statement_sessions"]
+
+log = logging.getLogger(__name__)
 
 
 def async_url(url: str) -> str:
@@ -60,6 +64,28 @@ def make_engine(
             cur.close()
 
     return engine
+
+
+async def fill_pool(engine: AsyncEngine, count: int) -> None:
+    """Open ``count`` connections at once and give them back to the pool (PostgreSQL), so the
+    first burst of requests finds them open rather than each opening one (a new backend costs
+    the database more CPU than a request's statements). Best effort: a store that does not
+    answer yet leaves the opening to the requests."""
+    if engine.dialect.name != "postgresql" or count <= 0:
+        return
+    try:
+        async with asyncio.timeout(10):
+            opened = await asyncio.gather(
+                *(engine.connect().start() for _ in range(count)), return_exceptions=True
+            )
+    except TimeoutError:
+        log.info("the database took more than 10 s to open connections ahead of time")
+        return
+    for conn in opened:
+        if isinstance(conn, BaseException):
+            log.info("could not open a database connection ahead of time: %s", conn)
+        else:
+            await conn.close()
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
