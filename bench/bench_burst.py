@@ -68,6 +68,7 @@ async def burst(n: int, rounds: int, workers: int, warm_shells: bool) -> tuple[l
                     *(timed(http, "POST", "/v1/sessions", {"environment": "burst"}) for _ in range(n))
                 )
                 acquire += [ms for ms, _ in started]
+                print(f"round: acquire p50 {pct([ms for ms, _ in started], 0.5):.0f} ms", flush=True)
                 assert all(s["warm"] for _, s in started), "a session was not warm"
                 ids = [s["id"] for _, s in started]
                 hi = {"command": "echo hi"}

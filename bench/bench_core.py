@@ -7,9 +7,11 @@ Starts a real ``sandlot serve`` (granian, PostgreSQL, Docker runtime) and prints
 - one shell command: ``POST .../features/shell/run`` through the HTTP API, vs a direct
   aiodocker ``exec`` of the same command;
 - one one-shot command: ``POST .../features/shell/exec`` (a fresh process, what the Agents SDK
-  provider uses), vs the same direct aiodocker ``exec``, and vs the exec Sandlot makes for it
-  sent directly into the session's own sandbox (the same user and the pid-reporting wrapper,
-  the same container configuration), alternating with the API calls: what the API adds.
+  provider uses; it runs from the session's launcher shell, which the session's first one-shot
+  opens with a ``docker exec``), vs the same direct aiodocker ``exec``, and vs the exec Sandlot
+  made for it before the launcher, sent directly into the session's own sandbox (the same user
+  and pid-reporting wrapper, the same container configuration), alternating with the API
+  calls; and the first one-shot of each of a few new sessions (the one that opens it).
 
 Usage: ``uv run python bench/bench_core.py [--samples 200]`` (needs what scripts/test.sh sets up).
 """
@@ -82,6 +84,22 @@ async def one_shots(http: Any, session: dict[str, Any], n: int) -> tuple[list[fl
         await docker.close()
 
 
+async def first_one_shots(http: Any, n: int) -> list[float]:
+    """The first ``shell.exec`` of each of ``n`` new sessions (on the warm pool)."""
+    out = []
+    for _ in range(n):
+        await settle(http, 4)
+        _, session = await call(http, "POST", "/v1/sessions", {"environment": "bench"})
+        t = time.perf_counter()
+        _, body = await call(
+            http, "POST", f"/v1/sessions/{session['id']}/features/shell/exec", {"argv": ["true"]}
+        )
+        out.append((time.perf_counter() - t) * 1000)
+        assert body["exit_code"] == 0, body
+        await call(http, "DELETE", f"/v1/sessions/{session['id']}")
+    return out
+
+
 async def raw_exec(docker: aiodocker.Docker, n: int) -> list[float]:
     c = await docker.containers.create(
         {
@@ -150,6 +168,7 @@ async def main(samples: int) -> None:
                     assert body["stdout"] == "hi\n", body
                 one_shot, same_box = await one_shots(http, session, max(20, samples // 4))
                 await call(http, "DELETE", f"/v1/sessions/{session['id']}")
+                first_shot = await first_one_shots(http, 10)
 
             docker = aiodocker.Docker()
             try:
@@ -168,6 +187,7 @@ async def main(samples: int) -> None:
     print(row("command: aiodocker exec (baseline)", direct))
     print(row("one-shot: Sandlot shell.exec via HTTP API", one_shot))
     print(row("one-shot: its exec, sent directly into the sandbox", same_box))
+    print(row("one-shot: the first of a session (opens its launcher)", first_shot))
     print(row("floor: GET /healthz (HTTP only)", floor))
     print(row("floor: GET /v1/sessions/{id} (auth + one read)", lookup))
     print(

@@ -48,7 +48,7 @@ class ActivityArgs(BaseModel):
 @dataclass(frozen=True, slots=True)
 class SandboxContext:
     """What a feature hook may touch: one sandbox. ``shells``: this process's persistent
-    shells (a pool sandbox's may already be open, see ``ShellManager.check_warm``)."""
+    shells (a pool sandbox's may already be open, see ``ShellManager.warm``)."""
 
     sandbox_id: str
     ref: str
@@ -83,6 +83,13 @@ class SessionContext(SandboxContext):
     def shell(self) -> PersistentShell:
         assert self.shells is not None
         return self.shells.get(self.session_id, self.ref, self.sandbox_id)
+
+    def launcher(self) -> PersistentShell | None:
+        """The shell the session's one-shot commands run from, when one-shots may go there
+        (``shell_channels``; see :mod:`sandlot.runtime.launcher`)."""
+        if self.shells is None or not self.settings.shell_channels:
+            return None
+        return self.shells.launcher(self.session_id, self.ref)
 
     async def allow_user(self, user: str) -> None:
         """Let a command of this session run as ``user``, or raise (422, 403 or 409): the

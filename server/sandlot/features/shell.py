@@ -14,6 +14,7 @@ from sandlot.domain.users import USER_PATTERN
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
 from sandlot.observability.tracing import traced_env
 from sandlot.runtime.base import ExecRequest, LimitsHit, worth_a_look
+from sandlot.runtime.launcher import oneshot
 from sandlot.runtime.output import decode_input, decode_output
 
 __all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]
@@ -120,7 +121,10 @@ class ShellFeature(Feature):
         request.validate()  # a NUL or a bad cwd is refused before the sandbox is marked
         if args.user is not None:
             await ctx.allow_user(args.user)
-        res = await ctx.runtime.exec(ctx.ref, request)
+        launcher = ctx.launcher()
+        res = await oneshot(ctx.runtime, launcher, request) if launcher is not None else None
+        if res is None:
+            res = await ctx.runtime.exec(ctx.ref, request)
         if ctx.metrics is not None:
             ctx.metrics.command.labels("exec").observe(res.duration_ms / 1000)
         return _result(res, LimitsHit(res.oom_killed, res.pids_limited))

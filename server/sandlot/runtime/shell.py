@@ -102,6 +102,7 @@ class PersistentShell:
         self._lock = asyncio.Lock()
         self.pid: int | None = None
         self.takes_input = False  # whether programs can be given input here (head and cat are there)
+        self.runs_oneshots = False  # whether ONE_SHOT can run here (setsid, mkfifo and sleep)
         self.broken = False
 
     @property
@@ -153,15 +154,21 @@ class PersistentShell:
         timeout: float,
         output_limit: int = 1 << 16,
         wait: float = _IDLE_WAIT,
+        own_env: bool = False,
+        open_first: bool = False,
     ) -> ExecResult | None:
         """Run a program of the service's (``sh -c script sh args...``) in this shell, as the
-        sandbox user, with the helper PATH and none of a session's state; ``stdin`` (up to
+        sandbox user, with the helper PATH (``own_env``: the sandbox's own environment, for a
+        tenant's one-shot command) and none of a session's state; ``stdin`` (up to
         :data:`INLINE_MAX`) is sent raw once the shell asks for it. None when it cannot run
-        here now: the shell is not open or has ended, a session's command runs or waits in
-        it, another program keeps it busy longer than ``wait``, or it cannot take the input
-        (no ``head``, or no room on the state tmpfs); the caller runs it elsewhere.
-        A program still running at ``timeout`` is killed (``timed_out``), the shell lives on."""
-        if not self.idle or (stdin is not None and (not self.takes_input or len(stdin) > INLINE_MAX)):
+        here now: the shell is not open (``open_first``: it is opened, if free) or has ended, a
+        session's command runs or waits in it, another program keeps it busy longer than
+        ``wait``, or it cannot take the input (no ``head``, or no room on the state tmpfs);
+        the caller runs it elsewhere. A program still running at ``timeout`` is killed
+        (``timed_out``), the shell lives on."""
+        if self.ended or self._commands or (self._stream is None and not open_first):
+            return None
+        if stdin is not None and len(stdin) > INLINE_MAX:
             return None
         if "\x00" in script or any("\x00" in a for a in args):
             raise InvalidInput("a program's arguments cannot hold NUL bytes")
@@ -171,17 +178,21 @@ class PersistentShell:
         except TimeoutError:
             return None
         try:
-            if not self.idle:
+            if self._commands or self.broken:
                 return None
-            line = self._program_line(script, args, stdin)
+            if self._stream is None:
+                await self._start()
+            if (stdin is not None and not self.takes_input) or (own_env and not self.runs_oneshots):
+                return None
+            line = self._program_line(script, args, stdin, "own" if own_env else "ours")
             res = await self._run(line, timeout, None, output_limit, payload=stdin)
         except SandboxStateError:
             self.broken = True
             return None  # the shell is lost; the caller's own process finds out about the sandbox
         finally:
             self._lock.release()
-        if stdin is not None and res.exit_code == 125 and res.stderr.endswith(SPOOL_FAILED + b"\n"):
-            return None  # the input could not be put down (the state tmpfs is full)
+        if res.exit_code == 125 and res.stderr.endswith(SPOOL_FAILED + b"\n"):
+            return None  # its input or its pipes could not be put down (the state tmpfs is full)
         return ExecResult(
             exit_code=res.exit_code,
             stdout=res.stdout,
@@ -191,10 +202,12 @@ class PersistentShell:
             truncated=res.truncated,
         )
 
-    def _program_line(self, script: str, args: Sequence[str], stdin: bytes | None) -> Callable[[str], bytes]:
+    def _program_line(
+        self, script: str, args: Sequence[str], stdin: bytes | None, mode: str
+    ) -> Callable[[str], bytes]:
         spool = f"{self._runtime.state_dir(self.ref)}/in" if stdin is not None else ""
         count = str(len(stdin)) if stdin is not None else ""
-        words = " ".join(_quote(a) for a in (spool, count, script, *args))
+        words = " ".join(_quote(a) for a in (spool, count, mode, script, *args))
         return lambda token: f"__sl_do {token} {words}\n".encode()
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
@@ -238,6 +251,7 @@ class PersistentShell:
         words = seen.split()
         self.pid = int(words[1])
         self.takes_input = b"in" in words[2:]
+        self.runs_oneshots = b"x" in words[2:]
 
     async def run(
         self,

@@ -26,6 +26,7 @@ class ShellManager:
         self._metrics = metrics
         self._shells: dict[str, PersistentShell] = {}
         self._warm: dict[str, PersistentShell] = {}  # by sandbox id, not yet a session's
+        self._launchers: dict[str, PersistentShell] = {}  # by session id (see runtime/launcher.py)
         self._tasks: set[asyncio.Task[None]] = set()
 
     def alive(self, session_id: str) -> bool:
@@ -48,6 +49,16 @@ class ShellManager:
                     self._spawn(warm.close())
                 shell = PersistentShell(self._runtime, ref, session_id, self._metrics)
             self._shells[session_id] = shell
+        return shell
+
+    def launcher(self, session_id: str, ref: str) -> PersistentShell:
+        """The shell the session's one-shot commands run from (opened by the first of them,
+        closed with the session's own; see :mod:`sandlot.runtime.launcher`)."""
+        shell = self._launchers.get(session_id)
+        if shell is None or shell.ended or shell.ref != ref:
+            if shell is not None:
+                self._spawn(shell.close())
+            shell = self._launchers[session_id] = PersistentShell(self._runtime, ref, None, self._metrics)
         return shell
 
     def warm_soon(self, sandbox_id: str, ref: str, stream: ProcessStream | None = None) -> None:
@@ -95,7 +106,7 @@ class ShellManager:
         """An idle shell of this process's attached to container ``ref`` (a session's, or one
         waiting in the pool) to run the service's programs in, if there is one; the runtime's
         channel lookup (see :mod:`sandlot.runtime.channels`)."""
-        for shell in (*self._shells.values(), *self._warm.values()):
+        for shell in (*self._shells.values(), *self._warm.values(), *self._launchers.values()):
             if shell.ref == ref and shell.idle:
                 return shell
         return None
@@ -116,12 +127,13 @@ class ShellManager:
         task.add_done_callback(self._tasks.discard)
 
     async def close(self, session_id: str) -> None:
-        shell = self._shells.pop(session_id, None)
-        if shell is not None:
-            await shell.close()
+        for shells in (self._shells, self._launchers):
+            shell = shells.pop(session_id, None)
+            if shell is not None:
+                await shell.close()
 
     async def close_all(self) -> None:
-        for key in list(self._shells):
+        for key in {*self._shells, *self._launchers}:
             await self.close(key)
         for shell in list(self._warm.values()):
             await shell.close()

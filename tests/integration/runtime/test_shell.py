@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from sandlot.domain.errors import Conflict
-from sandlot.runtime.base import SandboxRuntime, SandboxSpec
+from sandlot.runtime.base import ExecRequest, SandboxRuntime, SandboxSpec
+from sandlot.runtime.launcher import oneshot
 from sandlot.runtime.shell import PersistentShell
 from sandlot.runtime.shells import ShellManager
 from tests.conftest import BUSYBOX
@@ -156,3 +158,62 @@ async def test_input_that_cannot_be_put_down_is_given_back_to_the_caller(
     finally:
         await sh.close()
         await docker_runtime.remove(ref)
+
+
+async def test_one_shots_from_the_launcher_are_what_an_exec_gives(runtime: SandboxRuntime) -> None:
+    """A session's one-shot commands run from its launcher as a ``docker exec`` would run them:
+    exact separate streams, stdin, the sandbox's environment with the request's over it and
+    none of the session's exports, the working directory asked for, a session of their own
+    killed whole at a timeout, and nothing a background child writes later reaches another
+    command; the session's own shell never waits behind one."""
+    ref = await runtime.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX))
+    shells = ShellManager(runtime)
+    try:
+        own = shells.get("ses_l", ref)
+        await run(own, "export SESSION_ONLY=1; cd /tmp")
+        launcher = shells.launcher("ses_l", ref)
+
+        def req(command: list[str] | str, **kw: object) -> ExecRequest:
+            return ExecRequest(command, **{"cwd": "/workspace", "timeout": 10.0, **kw})  # type: ignore[arg-type]
+
+        res = await oneshot(runtime, launcher, req(["sh", "-c", "printf 'o\\0x'; printf e >&2; exit 3"]))
+        assert res is not None and (res.exit_code, res.stdout, res.stderr) == (3, b"o\0x", b"e")
+        data = bytes(range(256)) * 64
+        res = await oneshot(runtime, launcher, req(["cat"], stdin=data))
+        assert res is not None and res.stdout == data
+        show = 'echo "${SESSION_ONLY-none} $GREETING $(pwd) $PATH"'
+        res = await oneshot(runtime, launcher, req(["sh", "-c", show], env={"GREETING": "a 'b'"}))
+        assert res is not None and res.stdout.decode().startswith("none a 'b' /workspace /")
+        # a child left running: what it writes within 2 s comes back, later writes go nowhere
+        late = "echo first; (sleep 0.3; echo late) & (sleep 3; echo too-late) & exit 0"
+        started = time.monotonic()
+        res = await oneshot(runtime, launcher, req(["sh", "-c", late]))
+        assert res is not None and res.stdout == b"first\nlate\n", res
+        assert 1.5 < time.monotonic() - started < 4
+        await asyncio.sleep(1.5)
+        res = await oneshot(runtime, launcher, req(["echo", "next"]))
+        assert res is not None and res.stdout == b"next\n"
+        # one after another, they leave nothing running (no timer, no relay)
+        for i in range(20):
+            res = await oneshot(runtime, launcher, req(["echo", str(i)]))
+            assert res is not None and res.stdout == f"{i}\n".encode()
+        left = (await run(own, "ps -o args 2>/dev/null || ps")).stdout
+        assert b"sleep 2" not in left and left.count(b"cat ") == 0, left
+        # a timeout kills the whole session, even what left the process tree
+        res = await oneshot(
+            runtime, launcher, req(["sh", "-c", "(sleep 301 &) ; exec sleep 300"], timeout=1.0)
+        )
+        assert res is not None and res.timed_out and res.exit_code is None
+        left = await run(own, "ps -o args 2>/dev/null || ps")
+        assert b"sleep 30" not in left.stdout, left.stdout
+        # the session's shell never waits behind a one-shot, and a second one-shot at once
+        # is sent to a process of its own (None here)
+        slow = asyncio.ensure_future(oneshot(runtime, launcher, req(["sleep", "1"])))
+        await asyncio.sleep(0.2)
+        assert await oneshot(runtime, launcher, req(["true"])) is None
+        quick = await run(own, "pwd; echo $SESSION_ONLY")
+        assert quick.stdout == b"/tmp\n1\n" and not slow.done()
+        assert (await slow) is not None
+    finally:
+        await shells.close_all()
+        await runtime.remove(ref)
