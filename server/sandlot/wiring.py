@@ -48,7 +48,7 @@ from sandlot.settings import Settings
 from sandlot.store import migrate
 from sandlot.store.blobs import FileBlobStore
 from sandlot.store.engine import fill_pool, make_engine, make_sessionmaker
-from sandlot.store.leader import leader
+from sandlot.store.leader import Exclusive, leader
 
 __all__ = ["assemble"]
 
@@ -152,18 +152,9 @@ async def _services(
     snapshots = SnapshotService(sessions, blobs, rt, settings, transfers)
     assets = AssetService(sessions, blobs, transfers)
     session_service = SessionService(
-        sessions,
-        reads,
-        environments,
-        pools,
-        sandboxes,
-        registry,
-        shells,
-        recorder,
-        settings,
-        snapshots,
-        assets,
-    )
+        sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings,
+        snapshots, assets, Exclusive(engine),
+    )  # fmt: skip
     accounts = AccountService(sessions, reads, cache_seconds=settings.auth_cache_seconds)
     health = HealthService(reads, rt, pools, metrics)
     services = Services(

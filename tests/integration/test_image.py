@@ -25,7 +25,7 @@ TAG = f"sandlot-test/server:{INSTANCE}"
 def image() -> Iterator[str]:
     subprocess.run(["./scripts/build-image.sh", TAG], cwd=REPO, check=True, timeout=1800)
     yield TAG
-    subprocess.run(["docker", "rmi", "-f", TAG], capture_output=True, check=False)
+    subprocess.run(["docker", "rmi", "-f", TAG], capture_output=True, check=False, timeout=300)
 
 
 @pytest.fixture

@@ -381,7 +381,8 @@ class SandboxRuntime(Protocol):
         ...
 
     async def pause(self, ref: str) -> None:
-        """Freeze every process of the sandbox (it keeps its memory and files)."""
+        """Stop the sandbox's processes (it keeps its memory and files); a process of ours
+        may still start in it (the snapshot, the reset, the thaw)."""
         ...
 
     async def unpause(self, ref: str) -> None:

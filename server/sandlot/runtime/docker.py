@@ -45,12 +45,14 @@ from sandlot.runtime.docker_reset import CleanSlate
 from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
 from sandlot.runtime.scripts import (
+    FREEZE_SANDBOX,
     HELPER_PATH,
     HELPER_UNSET,
     KILL_SESSION,
     KILL_TREE,
     LIMIT_COUNTS,
     STATE_ROOT,
+    THAW_SANDBOX,
 )
 
 __all__ = ["DockerRuntime"]
@@ -358,16 +360,24 @@ class DockerRuntime:
         await docker_files.import_workspace(self, ref, workspace, archive, report, check_links=check_links)
 
     async def pause(self, ref: str) -> None:
-        await self._container_call("pause", ref, method="POST")
+        """Stop the sandbox user's processes (``FREEZE_SANDBOX``, in a process of its own, not
+        the session's shell it would stop too); not the engine's cgroup freezer, which an exec
+        started at the same moment wedges for good."""
+        res = await self.run_quick(ref, ["/bin/sh", "-c", FREEZE_SANDBOX, "sh", STATE_ROOT])
+        if res.exit_code != 0:
+            raise SandboxStateError(f"could not stop the sandbox's processes (exit {res.exit_code})")
 
     async def unpause(self, ref: str) -> None:
-        try:
+        # a container an earlier version froze with the engine's pause is unpaused first
+        with engine("inspect"):
+            state = (await self.docker.containers.container(ref).show()).get("State", {})
+        if state.get("Paused"):
             await self._container_call("unpause", ref, method="POST")
-        except (SandboxStateError, RuntimeUnavailable):
-            # "not paused" (a 500 from the engine) is fine: resuming a sandbox never frozen;
-            # whether it runs is the question (and asking raises if the engine is down)
-            if not await self.is_running(ref):
-                raise
+        elif not state.get("Running"):
+            raise SandboxStateError("the sandbox container is not running")
+        res = await self.run_quick(ref, ["/bin/sh", "-c", THAW_SANDBOX, "sh", STATE_ROOT])
+        if res.exit_code != 0:
+            raise SandboxStateError(f"could not continue the sandbox's processes (exit {res.exit_code})")
 
     async def _container_call(self, what: str, ref: str, **kw: Any) -> bytes:
         """One raw Docker API call on a container."""

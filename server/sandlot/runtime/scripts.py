@@ -6,6 +6,7 @@ They only use what busybox and Debian both have (sh, read, kill, readlink).
 from __future__ import annotations
 
 __all__ = [
+    "FREEZE_SANDBOX",
     "HELPER_PATH",
     "HELPER_UNSET",
     "KILL_SESSION",
@@ -17,6 +18,7 @@ __all__ = [
     "SCRATCH_DIRS",
     "STATE_ROOT",
     "STAT_FUNCTION",
+    "THAW_SANDBOX",
     "WRITABLE_PLACES",
 ]
 
@@ -63,20 +65,30 @@ __sl_live() { __sl_stat "/proc/$1/stat" && [ "${__sl_fields%% *}" != Z ]; }
 )
 
 #: Run as ``sh -c KILL_SESSION sh SID...``: stops, then kills, every process in the sessions
-#: SID... Stopping first keeps a fork loop from outrunning the sweep.
+#: SID... Stopping first keeps a fork loop from outrunning the sweep. SIGKILL lands
+#: asynchronously: it looks again (for up to 3 s) until none is left but zombies, so whoever
+#: asks right after finds the processes gone.
 KILL_SESSION = (
     STAT_FUNCTION
     + r"""
 sids=" $* "
-for sig in STOP STOP KILL KILL KILL; do
+__sl_sweep() {
+  __sl_left=
   for f in /proc/[0-9]*/stat; do
     __sl_stat "$f" || continue
     set -- $__sl_fields
-    if case "$sids" in *" $4 "*) true ;; *) false ;; esac; then
+    if [ "$1" != Z ] && case "$sids" in *" $4 "*) true ;; *) false ;; esac; then
       p=${f#/proc/}; p=${p%/stat}
-      kill -$sig "$p" 2>/dev/null
+      kill -$__sl_sig "$p" 2>/dev/null && __sl_left="$__sl_left $p"
     fi
   done
+}
+for __sl_sig in STOP STOP KILL; do __sl_sweep; done
+i=0
+while :; do
+  __sl_sweep
+  [ -z "$__sl_left" ] || [ $i -ge 150 ] && break
+  sleep 0.02; i=$((i + 1))
 done
 exit 0
 """
@@ -109,6 +121,41 @@ done
 exit 0
 """
 )
+
+#: Run as ``sh -c FREEZE_SANDBOX sh STATE``, in a process of its own: stops every process the
+#: sandbox user may signal but this one (one ``kill(-1)``: the kernel walks the task list while
+#: no fork can run, so nothing escapes it), after noting in STATE/stopped the ones already
+#: stopped (a job stopped in a terminal stays so after the thaw). Not the engine's cgroup freezer:
+#: a ``docker exec`` whose start races a freeze is caught in the frozen cgroup and wedges the
+#: container (its unpause and removal hang with it until a host's root kills the exec), while a
+#: stopped process keeps no new process from starting.
+FREEZE_SANDBOX = (
+    STAT_FUNCTION
+    + r"""
+d=$1; mkdir -p "$d" 2>/dev/null
+: > "$d/stopped"
+for f in /proc/[0-9]*/stat; do
+  __sl_stat "$f" || continue
+  case ${__sl_fields%% *} in T|t) p=${f#/proc/}; echo "${p%/stat}" >> "$d/stopped" ;; esac
+done
+kill -STOP -1 2>/dev/null
+exit 0
+"""
+)
+
+#: Run as ``sh -c THAW_SANDBOX sh STATE``: continues every process but those FREEZE_SANDBOX
+#: found stopped already.
+THAW_SANDBOX = r"""
+d=$1; keep=" "
+while read -r p; do keep="$keep$p "; done < "$d/stopped" 2>/dev/null
+for f in /proc/[0-9]*; do
+  p=${f#/proc/}
+  case $keep in *" $p "*) continue ;; esac
+  kill -CONT "$p" 2>/dev/null
+done
+rm -f "$d/stopped"
+exit 0
+"""
 
 #: Prints two counts of this container's cgroup (v1 or v2): processes the kernel OOM-killed,
 #: and forks refused at the process limit. Built-ins only: it must run when no fork can.

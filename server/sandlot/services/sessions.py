@@ -1,13 +1,10 @@
 """Sessions: a user's turn on a sandbox from an environment's pool, and feature activities.
 
-Starting a session acquires a sandbox (warm from the pool, or created on demand), runs the
-applicable features' ``setup_session`` hooks and materialises the manifest into the workspace.
-Ending it runs ``teardown_session`` and hands the sandbox back to the pool after a reset (or
-shuts it down when the environment keeps no pool). A ``SandboxStateError`` during an activity
-shuts the sandbox down and ends the session; the next session gets a healthy replacement.
-Suspend and resume live in :mod:`sandlot.services.suspend`, launching a session's sandbox in
-:mod:`sandlot.services.launch` and the activity call path in :mod:`sandlot.services.calls`;
-this service composes them and owns ending sessions.
+This service composes the parts of a session's life and owns ending sessions (a reset hands the
+sandbox back to the pool, or it is shut down): suspend and resume are in
+:mod:`sandlot.services.suspend`, launching in :mod:`sandlot.services.launch`, the activity call
+path in :mod:`sandlot.services.calls`. A ``SandboxStateError`` during an activity ends the
+session and shuts its sandbox down; the next session gets a healthy replacement.
 """
 
 from __future__ import annotations
@@ -38,8 +35,9 @@ from sandlot.services.launch import ManifestFile, SessionLauncher, check_client_
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
-from sandlot.services.suspend import SuspendResume
+from sandlot.services.suspend import SuspendResume, session_lock
 from sandlot.settings import Settings
+from sandlot.store.leader import Exclusive
 from sandlot.store.repositories import EnvironmentRepository, SessionRepository
 from sandlot.store.tables import Activity, Environment, Sandbox, Session, Snapshot
 from sandlot.store.types import utcnow
@@ -75,6 +73,7 @@ class SessionService:
         settings: Settings,
         snapshots: SnapshotService,
         assets: AssetService,
+        exclusive: Exclusive,
     ) -> None:
         self._sessions = sessions
         self._reads = reads
@@ -88,14 +87,15 @@ class SessionService:
         self.snapshots = snapshots
         self.assets = assets
         self.transfers = snapshots.transfers
+        # suspend, resume and checkpoints hold a session's lock; an end waits for its holder
+        self._exclusive = exclusive
         # session id -> (session, sandbox), trusted only while this process's shell for the
         # session is alive (see ShellManager.alive).
         self._hot: dict[str, tuple[Session, Sandbox]] = {}
         self._suspend, self._launcher, self._calls = self._parts()
 
     def _parts(self) -> tuple[SuspendResume, SessionLauncher, ActivityCalls]:
-        """The concepts moved out of this service (suspend and resume, launching a session, the
-        activity call path), built on its stores, services and cache of hot sessions."""
+        """Suspend and resume, launching, the activity call path: on this service's parts."""
         suspend = SuspendResume(
             sessions=self._sessions,
             reads=self._reads,
@@ -106,6 +106,7 @@ class SessionService:
             snapshots=self.snapshots,
             hot=self._hot,
             context=self._context,
+            exclusive=self._exclusive,
         )
         launcher = SessionLauncher(
             sessions=self._sessions,
@@ -131,8 +132,6 @@ class SessionService:
             exec_users=self._sandboxes.exec_users,
         )
         return suspend, launcher, calls
-
-    # -- helpers -----------------------------------------------------------------------------
 
     def features_of(self, env: Environment) -> dict[str, Feature]:
         return self._environments.features_of(env)
@@ -223,13 +222,16 @@ class SessionService:
         row = await self.get(principal, session_id)
         return await self._end(row.id, reason)
 
-    async def _finish(self, session_id: str, reason: str) -> tuple[Session, str] | None:
-        """Mark the session ended; returns it and the status it had, or None if it already
-        was ended."""
+    async def _finish(
+        self, session_id: str, reason: str, *, active_only: bool = False
+    ) -> tuple[Session, str] | None:
+        """Mark the session ended (with ``active_only``, only an active one); returns it and its
+        status before, or None. A suspend or resume under way finishes first."""
         async with self._sessions.begin() as session:
+            await self._exclusive.waited(await session.connection(), session_lock(session_id))
             row = await SessionRepository(session, None).get(session_id, lock=True)
             previous = row.status
-            if previous == ENDED:
+            if previous == ENDED or (active_only and previous != ACTIVE):
                 return None
             row.status = ENDED
             row.end_reason = reason
@@ -301,7 +303,13 @@ class SessionService:
 
     async def checkpoint(self, principal: Principal, session_id: str) -> Snapshot:
         sess, box = await self.sandbox_of(principal, session_id)
-        return await self._lost_on_failure(sess, box, self.snapshots.take(sess, box, "checkpoint"))
+        try:
+            async with self._exclusive.hold(session_lock(sess.id)):  # never beside a suspend
+                sess, box = await self.sandbox_of(principal, session_id)
+                return await self.snapshots.take(sess, box, "checkpoint")
+        except SandboxStateError as exc:  # once the lock is free: ending waits for it
+            await self._sandbox_lost(sess, box, exc)
+            raise
 
     async def export_workspace(self, principal: Principal, session_id: str) -> AsyncIterator[bytes]:
         sess, box = await self.sandbox_of(principal, session_id)
@@ -320,7 +328,7 @@ class SessionService:
         return await self._lost_on_failure(sess, box, self.snapshots.import_upload(sess, box, chunks))
 
     async def _lost_on_failure(self, sess: Session, box: Sandbox, work: Awaitable[T]) -> T:
-        """Await ``work`` on the session's sandbox; a sandbox that broke ends the session."""
+        """``work`` on the session's sandbox; a sandbox that broke ends the session."""
         try:
             return await work
         except SandboxStateError as exc:
@@ -328,15 +336,12 @@ class SessionService:
             raise
 
     async def suspend(self, principal: Principal, session_id: str) -> Session:
-        """Snapshot the session, then freeze its sandbox. The session keeps the sandbox (it
-        counts against quota) until it is resumed or its TTL ends it."""
+        """Snapshot the session, then stop its sandbox's processes (it keeps the sandbox)."""
         sess, _ = await self.sandbox_of(principal, session_id)
         return await self._suspend.suspend(sess.id, "suspended by client")
 
     async def resume(self, principal: Principal, session_id: str) -> tuple[Session, str, str | None]:
-        """Reattach to the session's sandbox when it is alive; otherwise create a replacement
-        and hydrate it from the session's last snapshot. Returns the session, how
-        ("reattached" or "hydrated") and the snapshot used."""
+        """Reattach or hydrate (see :meth:`SuspendResume.resume`)."""
         principal.require(Scope.SANDBOXES_WRITE)
         return await self._suspend.resume(await self.get(principal, session_id))
 
@@ -373,13 +378,18 @@ class SessionService:
             if row.sandbox_id in wanted:
                 self._hot.pop(row.id, None)
                 await self._shells.close(row.id)
-                await self._finish(row.id, "sandbox lost: its container is gone")
+                await self._finish(row.id, "sandbox lost: its container is gone", active_only=True)
 
     async def _sandbox_lost(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
+        """The sandbox broke under an active session: end it and shut the sandbox down. A
+        session that was suspended meanwhile (its processes stopped under a command) keeps
+        both: the caller gets 409."""
         log.warning("session %s lost its sandbox %s: %s", sess.id, box.id, exc)
         self._hot.pop(sess.id, None)
         await self._shells.close(sess.id)
-        await self._finish(sess.id, f"sandbox lost: {exc}"[:500])
+        if await self._finish(sess.id, f"sandbox lost: {exc}"[:500], active_only=True) is None:
+            fresh = await self._reload(sess.id)
+            raise Conflict(f"session {sess.id} is {fresh.status}", status=fresh.status) from exc
         await self._sandboxes.shutdown(box.id, f"broken during session {sess.id}: {exc}"[:500])
 
     async def activities(

@@ -1,9 +1,13 @@
 """Suspend and resume: parking a session's sandbox and taking it up again.
 
-Suspending snapshots the workspace and shell state, closes this process's shell and pauses the
-container; the session keeps its sandbox. Resuming unpauses it ("reattached") or, when the
-container is gone, shuts the old sandbox down, creates a replacement for the session, restores
-the last snapshot and runs the features' ``setup_session`` hooks ("hydrated").
+Suspending snapshots the workspace and shell state, closes this process's shell and stops the
+sandbox's processes (``runtime.pause``); the session keeps its sandbox. Resuming continues them
+("reattached") or, when the container is gone, shuts the old sandbox down, creates a
+replacement for the session, restores the last snapshot and runs the features'
+``setup_session`` hooks ("hydrated"). Both hold the session's cluster-wide lock
+(:func:`session_lock`), and look at the session's status only once they hold it: two reapers
+of two API processes suspend an idle session once, and a resume never interleaves with a
+suspend (a thaw before the freeze would leave an active session stopped).
 """
 
 from __future__ import annotations
@@ -24,11 +28,18 @@ from sandlot.services.environments import EnvironmentService
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
+from sandlot.store.leader import Exclusive
 from sandlot.store.repositories import SessionRepository
 from sandlot.store.tables import Sandbox, Session
 from sandlot.store.types import utcnow
 
-__all__ = ["SuspendResume"]
+__all__ = ["SuspendResume", "session_lock"]
+
+
+def session_lock(session_id: str) -> str:
+    """The name of the lock that suspend, resume and checkpoints of a session hold, and that
+    ending it waits for."""
+    return f"session:{session_id}"
 
 
 class SuspendResume:
@@ -46,7 +57,9 @@ class SuspendResume:
         snapshots: SnapshotService,
         hot: dict[str, tuple[Session, Sandbox]],
         context: Callable[[Session, Sandbox], SessionContext],
+        exclusive: Exclusive,
     ) -> None:
+        self._exclusive = exclusive
         self._sessions = sessions
         self._reads = reads
         self._environments = environments
@@ -58,45 +71,51 @@ class SuspendResume:
         self._context = context
 
     async def suspend(self, session_id: str, reason: str) -> Session:
-        """Snapshot the session, then pause its sandbox."""
-        async with self._reads() as session:
-            sess, box = await SessionRepository(session, None).get_with_sandbox(session_id)
-        if sess.status != ACTIVE or box is None or box.runtime_ref is None:
-            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
-        with span("session.suspend", tenant=sess.tenant_id, session=sess.id, sandbox=box.id, reason=reason):
-            snap = await self.snapshots.take(sess, box, "suspend")
-            self._hot.pop(session_id, None)
-            await self._shells.close(session_id)
-            await self._sandboxes.runtime.pause(box.runtime_ref)
-            async with self._sessions.begin() as session:
-                row = await SessionRepository(session, None).get(session_id, lock=True)
-                row.status = SUSPENDED
-                row.end_reason = reason
-                row.state = {**row.state, "snapshot_id": snap.id, "suspended_at": utcnow().isoformat()}
-                return row
+        """Snapshot the session, then stop its sandbox's processes."""
+        async with self._exclusive.hold(session_lock(session_id)):
+            async with self._reads() as session:
+                sess, box = await SessionRepository(session, None).get_with_sandbox(session_id)
+            if sess.status != ACTIVE or box is None or box.runtime_ref is None:
+                raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+            tenant, sandbox = sess.tenant_id, box.id
+            with span("session.suspend", tenant=tenant, session=session_id, sandbox=sandbox, reason=reason):
+                snap = await self.snapshots.take(sess, box, "suspend")
+                self._hot.pop(session_id, None)
+                await self._shells.close(session_id)
+                await self._sandboxes.runtime.pause(box.runtime_ref)
+                async with self._sessions.begin() as session:
+                    row = await SessionRepository(session, None).get(session_id, lock=True)
+                    row.status = SUSPENDED
+                    row.end_reason = reason
+                    row.state = {**row.state, "snapshot_id": snap.id, "suspended_at": utcnow().isoformat()}
+                    return row
 
     async def resume(self, sess: Session) -> tuple[Session, str, str | None]:
         """Reattach to the session's sandbox when it is alive; otherwise create a replacement
         and hydrate it from the session's last snapshot. Returns the session, how
         ("reattached" or "hydrated") and the snapshot used."""
         session_id = sess.id
-        if sess.status == ENDED:
-            raise Conflict(f"session {session_id} has ended; start a new one from its snapshot", status=ENDED)
-        with span("session.resume", tenant=sess.tenant_id, session=session_id) as sp:
+        async with self._exclusive.hold(session_lock(session_id)):
             async with self._reads() as session:
-                _, box = await SessionRepository(session, None).get_with_sandbox(session_id)
-            if box is not None and box.runtime_ref is not None and box.status == S.IN_SESSION.value:
-                try:
-                    await self._sandboxes.runtime.unpause(box.runtime_ref)
-                    alive = await self._sandboxes.runtime.is_running(box.runtime_ref)
-                except SandlotError:
-                    alive = False
-                if alive:
-                    row = await self._set_active(session_id, box.id)
-                    sp.set_attribute("sandlot.resumed", "reattached")
-                    return row, "reattached", None
-            sp.set_attribute("sandlot.resumed", "hydrated")
-            return await self._hydrate(sess, box)
+                sess, box = await SessionRepository(session, None).get_with_sandbox(session_id)
+            if sess.status == ENDED:
+                raise Conflict(
+                    f"session {session_id} has ended; start a new one from its snapshot", status=ENDED
+                )
+            with span("session.resume", tenant=sess.tenant_id, session=session_id) as sp:
+                if box is not None and box.runtime_ref is not None and box.status == S.IN_SESSION.value:
+                    try:
+                        if sess.status == SUSPENDED:
+                            await self._sandboxes.runtime.unpause(box.runtime_ref)
+                        alive = await self._sandboxes.runtime.is_running(box.runtime_ref)
+                    except SandlotError:
+                        alive = False
+                    if alive:
+                        row = await self._set_active(session_id, box.id)
+                        sp.set_attribute("sandlot.resumed", "reattached")
+                        return row, "reattached", None
+                sp.set_attribute("sandlot.resumed", "hydrated")
+                return await self._hydrate(sess, box)
 
     async def _set_active(self, session_id: str, sandbox_id: str) -> Session:
         async with self._sessions.begin() as session:
