@@ -295,6 +295,8 @@ class SessionService:
             with span("reaper.end_session", root=True, links=links, session=row.id, reason=reason):
                 await self._end(row.id, reason)
             return 1
+        except Conflict:  # another process's reaper (or the client) settled it first
+            return 0
         except Exception:
             log.exception("could not end session %s", row.id)
             return 0
@@ -381,9 +383,8 @@ class SessionService:
                 await self._finish(row.id, "sandbox lost: its container is gone", active_only=True)
 
     async def _sandbox_lost(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
-        """The sandbox broke under an active session: end it and shut the sandbox down. A
-        session that was suspended meanwhile (its processes stopped under a command) keeps
-        both: the caller gets 409."""
+        """End the session and shut its broken sandbox down; one suspended meanwhile (its
+        processes stopped under a command) keeps both, and the caller gets 409."""
         log.warning("session %s lost its sandbox %s: %s", sess.id, box.id, exc)
         self._hot.pop(sess.id, None)
         await self._shells.close(sess.id)
