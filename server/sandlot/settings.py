@@ -164,6 +164,12 @@ class Settings(BaseSettings):
         description="Bytes of a background process's output kept (in the sandbox, on its tmpfs); "
         "the rest is read and dropped so the process carries on.",
     )
+    process_live_relay: bool = Field(
+        default=True,
+        description="On Docker, relay a background process's kept output to this API process as it "
+        "is written (its start exec stays attached), so live readers served here get it without a "
+        "follower in the sandbox; off, every reader follows the stored output.",
+    )
 
     # -- background loops ------------------------------------------------------------------
     reaper_enabled: bool = Field(default=True, description="Shut down expired sandboxes.")

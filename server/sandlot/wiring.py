@@ -79,6 +79,7 @@ async def assemble(
         if settings.shell_channels:
             rt.use_channels(shells.channel)
         stack.push_async_callback(shells.close_all)
+        stack.push_async_callback(services.processes.taps.close_all)
         stack.push_async_callback(recorder.flush)
         stack.push_async_callback(services.audit.flush)
         reconciler = Reconciler(

@@ -245,6 +245,10 @@ class SandboxRuntime(Protocol):
     disk_limits: bool
     #: whether a command can run as another user of the sandbox (``ExecRequest.user``).
     other_users: bool
+    #: whether a background process's start may stay attached to relay its output live
+    #: (``PROC_START``'s LIVE): only where a reader that goes away costs the relay nothing
+    #: (the engine drops what it writes), not where closing the stream kills the relay.
+    relays_output: bool
 
     async def ping(self) -> None:
         """Raise unless the runtime answers."""

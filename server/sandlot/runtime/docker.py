@@ -72,6 +72,7 @@ class DockerRuntime:
     name = "docker"
     isolated = True
     other_users = True  # docker exec's User: no capability comes with it (CapDrop ALL)
+    relays_output = True  # a reader gone: the engine drops what the exec writes, it goes on
 
     def __init__(self, url: str | None = None, instance: str = "default") -> None:
         self._url = url

@@ -87,6 +87,7 @@ class LocalRuntime:
     name = "local"
     disk_limits = False
     other_users = False
+    relays_output = False  # closing a stream kills its process: readers follow the file
 
     def __init__(self, root: Path, instance: str = "default") -> None:
         self._root = root.absolute()  # bubblewrap and child processes run elsewhere

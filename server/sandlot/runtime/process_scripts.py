@@ -31,65 +31,88 @@ _TTY_INIT = (
     'echo $$ > "$SL_D/tsid"; c=$SL_CMD; unset SL_D SL_CMD; stty cols 80 rows 24 2>/dev/null; eval "$c"'
 )
 
-#: Run as ``sh -c PROC_START sh DIR CAP COMMAND [CWD [MODE]]``: starts COMMAND detached in a new
-#: session (its leader's pid is written to DIR/pid once it is set up, and printed), stdout and
-#: stderr merged into DIR/out. Only the first CAP bytes are kept; the rest is read and dropped,
-#: so the command never blocks or dies on a full pipe. ``head -c`` (coreutils' and busybox's)
-#: keeps what it copies in a stdio buffer, which would hold output back 4 KiB at a time: it runs
-#: unbuffered under coreutils' ``stdbuf``; busybox has none, but its ``dd`` copies each read
-#: as it comes and counts bytes (coreutils' ``dd`` stops at the first short read, so it is only
-#: used when it is not coreutils'). The output reaches DIR/out as it is written. When
-#: COMMAND ends its exit code goes to DIR/rc.tmp, and once every byte is in DIR/out it is
-#: renamed to DIR/rc: "rc exists" means "the output is complete".
+#: Run as ``sh -c PROC_START sh DIR CAP COMMAND [CWD [MODE [LIVE]]]``: starts COMMAND detached in
+#: a new session (its leader's pid is written to DIR/pid once it is set up, and printed as the
+#: first line), stdout and stderr merged into DIR/out. Only the first CAP bytes are kept; the
+#: rest is read and dropped, so the command never blocks or dies on a full pipe. ``head -c``
+#: (coreutils' and busybox's) keeps what it copies in a stdio buffer, which would hold output
+#: back 4 KiB at a time: it runs unbuffered under coreutils' ``stdbuf``; busybox has none, but
+#: its ``dd`` copies each read as it comes and counts bytes (coreutils' ``dd`` stops at the
+#: first short read, so it is only used when it is not coreutils'). The output reaches DIR/out
+#: as it is written. When COMMAND ends its exit code goes to DIR/rc.tmp, and once every byte is
+#: in DIR/out it is renamed to DIR/rc: "rc exists" means "the output is complete". A failure
+#: before the command starts prints ``!CODE`` instead of a pid and exits CODE (``!5``: no pid
+#: within 5 s).
 #:
 #: MODE: empty, stdin is /dev/null. ``stdin``: stdin is the FIFO DIR/in, held open by a
 #: ``sleep`` of the session (its pid in DIR/holder) so that the command sees no end of input
 #: until that holder is killed (PROC_STDIN's EOF) or the command ends. ``tty``: the same FIFO
 #: feeds a terminal that ``script`` (util-linux) opens, on which the command runs: a real tty
 #: (echo, ^C, isatty) with output in DIR/out as it appears. Without a working ``script`` it
-#: prints nothing and exits 4 before starting anything. A command started in the background by
+#: prints ``!4`` and exits 4 before starting anything. A command started in the background by
 #: a shell ignores SIGINT and SIGQUIT, and a shell cannot undo that; coreutils' ``env
 #: --default-signal`` can, so ^C reaches the command where it is there.
+#:
+#: LIVE (non-empty): the kept output is also relayed, as it is written, on this script's own
+#: stdout after the pid line, until the command is over (the service reads it live: no follower,
+#: no polled file). ``tee`` writes each piece to DIR/out first, then to the FIFO DIR/live, which
+#: this script, become ``cat``, relays: every byte relayed is in DIR/out already. The FIFO always
+#: has a reader while the command may write (this script holds it open read-write until the
+#: relay has its own end), so no open of it waits; the relay ends once the detached shell
+#: (holding the FIFO's write end from its first step) has exited, that is once DIR/rc is there
+#: or the process was killed. A relay that dies (killed by the sandbox user) costs the live copy
+#: only: ``tee``, with SIGPIPE ignored, goes on writing DIR/out. The engine drops what a relay
+#: whose reader went away still writes, so the command never waits on a gone server.
 PROC_START = (
     r"""
-d=$1; cap=$2; cmd=$3; cwd=${4:-}; mode=${5:-}
-if [ "$mode" = tty ] && ! script -qefc true /dev/null </dev/null >/dev/null 2>&1; then exit 4; fi
-mkdir -p "$d" || exit 1
+d=$1; cap=$2; cmd=$3; cwd=${4:-}; mode=${5:-}; live=${6:-}
+if [ "$mode" = tty ] && ! script -qefc true /dev/null </dev/null >/dev/null 2>&1; then echo '!4'; exit 4; fi
+mkdir -p "$d" || { echo '!1'; exit 1; }
 : > "$d/out"
-setsid sh -c '
+if [ -n "$live" ]; then
+  { mkfifo -m 600 "$d/live" && exec 8<>"$d/live"; } || { echo '!1'; exit 1; }
+fi
+( setsid sh -c '
   d=$1; cap=$2; mode=$5; h=; in=/dev/null
+  if [ -n "$7" ]; then exec 9>"$d/live"; fi
   started() { echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"; }
   fail() { echo "$1" > "$d/out"; echo 126 > "$d/rc"; started; exit; }
   if [ -n "$4" ]; then cd "$4" || fail "no such directory: $4"; fi
   if [ -n "$mode" ]; then
     mkfifo -m 600 "$d/in" || fail "cannot make a pipe for stdin"
-    sleep 2147483647 3<>"$d/in" </dev/null >/dev/null 2>&1 &
+    sleep 2147483647 3<>"$d/in" </dev/null >/dev/null 2>&1 9>&- &
     h=$!; echo $h > "$d/holder"; in=$d/in
   fi
   started
-  {
-    if [ "$mode" = tty ]; then
-      r=; env --default-signal true 2>/dev/null && r="env --default-signal"
-      SL_D=$d SL_CMD=$3 SHELL=/bin/sh TERM=xterm $r script -qefc "$6" /dev/null
-    else
-      ( eval "$3" )
-    fi < "$in" 2>&1
-    echo $? > "$d/rc.tmp"
-  } | {
-    if command -v stdbuf >/dev/null 2>&1; then stdbuf -o0 head -c "$cap"
-    elif ! dd --version >/dev/null 2>&1 && dd count=0 iflag=count_bytes </dev/null 2>/dev/null; then
-      dd bs=65536 count="$cap" iflag=count_bytes 2>/dev/null
-    else head -c "$cap"; fi
-    cat > /dev/null
-  } >> "$d/out"
+  produce() {
+    {
+      if [ "$mode" = tty ]; then
+        r=; env --default-signal true 2>/dev/null && r="env --default-signal"
+        SL_D=$d SL_CMD=$3 SHELL=/bin/sh TERM=xterm $r script -qefc "$6" /dev/null
+      else
+        ( eval "$3" )
+      fi < "$in" 2>&1
+      echo $? > "$d/rc.tmp"
+    } 9>&- | {
+      if command -v stdbuf >/dev/null 2>&1; then stdbuf -o0 head -c "$cap"
+      elif ! dd --version >/dev/null 2>&1 && dd count=0 iflag=count_bytes </dev/null 2>/dev/null; then
+        dd bs=65536 count="$cap" iflag=count_bytes 2>/dev/null
+      else head -c "$cap"; fi
+      cat > /dev/null
+    } 9>&-
+  }
+  if [ -n "$7" ]; then produce "$@" | (trap "" PIPE; exec tee /dev/fd/9) >> "$d/out"
+  else produce "$@" >> "$d/out"; fi
   [ -n "$h" ] && kill $h 2>/dev/null
   mv "$d/rc.tmp" "$d/rc"
 ' sh "$d" "$cap" "$cmd" "$cwd" "$mode" '"""
     + _TTY_INIT
-    + r"""' </dev/null >/dev/null 2>&1 &
+    + r"""' "$live" 8<&- </dev/null >/dev/null 2>&1 & )
 i=0
 while [ ! -s "$d/pid" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
-cat "$d/pid"
+if [ -s "$d/pid" ]; then cat "$d/pid"; else echo '!5'; fi
+# a start reported as failed (no pid in time) still relays: its tee must never wait for a reader
+if [ -n "$live" ]; then exec 7<"$d/live" 8<&- && exec cat <&7 7<&- 2>/dev/null; fi
 """
 )
 

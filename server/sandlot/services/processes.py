@@ -17,6 +17,7 @@ output is the same capped file, read and followed from any offset.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from collections.abc import AsyncIterator, Mapping, Sequence
 
@@ -27,7 +28,7 @@ from sandlot.domain.env import validate_env
 from sandlot.domain.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, SandboxStateError
 from sandlot.domain.paths import resolve_cwd
 from sandlot.observability.tracing import current_traceparent, span
-from sandlot.runtime.base import ExecRequest, SandboxRuntime
+from sandlot.runtime.base import ExecRequest, ProcessStream, SandboxRuntime
 from sandlot.runtime.bridge import as_ready
 from sandlot.runtime.process_scripts import (
     PROC_FOLLOW,
@@ -39,6 +40,7 @@ from sandlot.runtime.process_scripts import (
 )
 from sandlot.services.accounts import Principal
 from sandlot.services.assets import resolve_placeholders
+from sandlot.services.output_taps import OutputTap, OutputTaps
 from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
 from sandlot.store.tables import Process, Sandbox
@@ -57,6 +59,11 @@ MAX_STDIN_BYTES = 64 << 10
 #: The most a live stream joins into one piece (one WebSocket frame): large enough that a fast
 #: stream costs few frames, small enough that a reader that drops mid-stream loses little.
 _FRAME = 128 << 10
+#: The most a live reader may fall behind (bytes held for it) before it catches up from the
+#: stored output instead.
+_HELD = 8 << 20
+#: The most one program reads of the stored output.
+_STORED_READ = 1 << 20
 #: How long a write waits for a process to read what is already in its pipe.
 _STDIN_WAIT = 5.0
 #: PROC_STDIN's refusals.
@@ -65,6 +72,18 @@ _STDIN_REFUSED = {
     4: "the process has ended",
     5: "the process's stdin is closed",
 }
+
+
+async def _first_line(stream: ProcessStream) -> tuple[bytes, bytes]:
+    """The first line of a stream's stdout (stripped) and what came after it in its piece."""
+    head = b""
+    while (chunk := await stream.read()) is not None:
+        if chunk[0] == 1:
+            head += chunk[1]
+            if b"\n" in head:
+                line, _, rest = head.partition(b"\n")
+                return line.strip(), rest
+    return head.strip(), b""
 
 
 def _number(text: str) -> int | None:
@@ -88,6 +107,8 @@ class ProcessService:
         self._session_service = session_service
         self._runtime = runtime
         self._settings = settings
+        self._live = settings.process_live_relay and runtime.relays_output
+        self.taps = OutputTaps()
 
     def _dir(self, box: Sandbox, process_id: str) -> str:
         assert box.runtime_ref is not None
@@ -143,21 +164,42 @@ class ProcessService:
         argv += [resolve_cwd(box.workspace, cwd) or box.workspace, "tty" if tty else "stdin" if stdin else ""]
         with span("process.start", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
             # a process of its own: the command gets the sandbox's environment, not our PATH
-            res = await self._runtime.exec(box.runtime_ref, ExecRequest(argv, timeout=_QUICK))
-            code, out = res.exit_code, res.stdout
-        if tty and code == 4:
+            if self._live:
+                pid = await self._start_live(box, row.id, [*argv, "live"])
+            else:
+                res = await self._runtime.exec(box.runtime_ref, ExecRequest(argv, timeout=_QUICK))
+                pid = res.stdout.strip() if res.exit_code in (0, 4) else b"!%d" % (res.exit_code or -1)
+        if tty and pid == b"!4":
             raise InvalidInput(
                 "this sandbox cannot give a process a terminal (its image has no util-linux "
                 "`script`); start it with stdin instead",
                 field="tty",
             )
-        pid = out.strip()
-        if code != 0 or not pid.isdigit():
-            raise SandboxStateError(f"could not start the process (exit {code}): {out[-300:]!r}")
+        if not pid.isdigit():
+            raise SandboxStateError(f"could not start the process: {pid[-300:]!r}")
         row.pid = int(pid)
         async with self._sessions.begin() as session:
             session.add(row)
         return row
+
+    async def _start_live(self, box: Sandbox, process_id: str, argv: list[str]) -> bytes:
+        """Start through an attached exec that stays to relay the output to a tap; returns
+        the first line it printed (the pid, or ``!CODE``)."""
+        assert box.runtime_ref is not None
+        stream = await self._runtime.open_process(box.runtime_ref, argv)
+        try:
+            line, rest = await asyncio.wait_for(_first_line(stream), _QUICK)
+        except TimeoutError:
+            await stream.close()
+            return b"!timeout"
+        except BaseException:
+            await stream.close()
+            raise
+        if line.isdigit():
+            self.taps.add(process_id, stream, rest)
+        else:
+            await stream.close()
+        return line
 
     async def _row(self, principal: Principal, session_id: str, process_id: str) -> tuple[Process, Sandbox]:
         sess, box = await self._session_service.sandbox_of(principal, session_id)
@@ -260,9 +302,69 @@ class ProcessService:
     ) -> AsyncIterator[bytes]:
         """The output from ``offset`` as it is written, until the process has ended and all of
         its output was yielded. Bytes that came while the caller was busy come joined, up to
-        128 KiB (a fast stream in few large pieces). The caller's pace is the stream's pace
-        (at most 64 engine reads are held ahead)."""
+        128 KiB (a fast stream in few large pieces). The caller's pace is the stream's pace.
+        A process this API process started is followed on its tap (the stored part first, then
+        the relayed pieces: every relayed byte was stored first, so the hand-over loses and
+        repeats nothing); what the tap does not give, from the stored output."""
         row, box = await self._row(principal, session_id, process_id)
+        tap = self.taps.get(row.id)
+        if tap is not None:
+            async for data in self._from_tap(tap, row, box, offset):
+                yield data
+                offset += len(data)
+        async for data in self._from_file(row, box, offset):
+            yield data
+
+    async def _from_tap(self, tap: OutputTap, row: Process, box: Sandbox, pos: int) -> AsyncIterator[bytes]:
+        """From ``pos`` until the relay ends: what was stored before this reader joined, then
+        the pieces as they are relayed. A reader that fell behind by more than it may hold
+        joins again, catching up from the stored output; it stops at anything unexpected (a
+        stored part shorter than what was relayed: a full tmpfs), leaving it to the file."""
+        while True:
+            reader = tap.subscribe(_HELD)
+            try:
+                async for data in self._stored(row, box, pos, reader.start):
+                    yield data
+                    pos += len(data)
+                if pos < reader.start:
+                    return
+                while (got := await reader.next(_FRAME)) is not None:
+                    at, data = got
+                    if at > pos:
+                        return
+                    if at + len(data) > pos:
+                        piece = data[pos - at :] if pos > at else data
+                        yield piece
+                        pos += len(piece)
+            finally:
+                tap.unsubscribe(reader)
+            if not reader.overflowed:
+                return
+
+    async def _stored(self, row: Process, box: Sandbox, pos: int, end: int) -> AsyncIterator[bytes]:
+        """The stored output from ``pos`` up to ``end`` (or less, if it holds less), read by a
+        program in the sandbox's channel, in pieces of a frame."""
+        while pos < end:
+            want = min(end - pos, _STORED_READ)
+            code, data = await self._sh(
+                box, PROC_READ, self._dir(box, row.id), str(pos), str(want), limit=want
+            )
+            if code != 0:
+                raise SandboxStateError(f"could not read the process's output (exit {code})")
+            if not data:
+                return
+            for i in range(0, len(data), _FRAME):
+                yield data[i : i + _FRAME]
+            pos += len(data)
+
+    async def _from_file(self, row: Process, box: Sandbox, offset: int) -> AsyncIterator[bytes]:
+        """From the stored output: of a process that is over, read (no follower); otherwise
+        followed by ``PROC_FOLLOW`` in an exec of its own until it is over."""
+        row = await self._refresh(row, box)
+        if row.status != RUNNING:
+            async for data in self._stored(row, box, offset, row.output_bytes):
+                yield data
+            return
         assert box.runtime_ref is not None
         stream = await self._runtime.open_process(
             box.runtime_ref, ["/bin/sh", "-c", PROC_FOLLOW, "sh", self._dir(box, row.id), str(offset)]

@@ -1,7 +1,14 @@
-"""The live stream of a fast process on an image with GNU tail (the bytes come as they are
-written, not from a polled file): an exact byte sequence survives dropped connections in the
-middle of a fast stream, across the hand-over from stored to live bytes, and a reader that asks
-for an offset the output has not reached yet gets exactly what follows it."""
+"""The live stream of a fast process, on both paths a reader may take: the tap of the API
+process that started it (its start exec relays every byte as it is stored: no follower, no
+polled file, busybox as much as Debian) and, in any other API process, the stored output
+followed by ``PROC_FOLLOW`` (GNU ``tail -f`` on inotify where the image has it). On each, an
+exact byte sequence survives dropped connections in the middle of a fast stream, across the
+hand-over from stored to live bytes, and a reader that asks for an offset the output has not
+reached yet gets exactly what follows it.
+
+"here": the process is started by the server the reader reads from (the live server: its
+tap). "elsewhere": started by the in-process app (another API process of the same store),
+read from the live server, which has no tap for it."""
 
 from __future__ import annotations
 
@@ -9,13 +16,15 @@ import asyncio
 import hashlib
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import websockets
 
+from tests.conftest import INSTANCE
 from tests.integration.api.test_processes import Live
-from tests.integration.conftest import NewTenant
+from tests.integration.conftest import Api, NewTenant
+from tests.integration.servers import Server
 
 FIRST = 60_000
 SECOND = 120_000  # 0.8 MB in all: under the default output cap of 1 MiB
@@ -30,6 +39,19 @@ async def live(live_server: str, new_tenant: NewTenant) -> AsyncIterator[Live]:
     client = Live(live_server, await new_tenant())
     yield client
     await client.http.aclose()
+
+
+async def start(live: Live, api: Api, sid: str, command: str, where: str) -> dict:
+    """Start a background process here (the live server) or elsewhere (the in-process app)."""
+    if where == "here":
+        return await live.start(sid, command)
+    resp = await api.client.post(f"/v1/sessions/{sid}/processes", json={"command": command}, headers=live.h)
+    assert resp.status_code == 201, resp.text
+    return dict(resp.json())
+
+
+PATHS = [("here", "sandlot/busybox:latest"), ("here", "sandlot/python:3")]
+PATHS += [("elsewhere", "sandlot/busybox:latest"), ("elsewhere", "sandlot/python:3")]
 
 
 async def python_session(live: Live, image: str = "sandlot/python:3") -> str:
@@ -56,9 +78,12 @@ async def read_from(live: Live, sid: str, pid: str, received: bytearray, until: 
     pytest.fail("the stream closed without an exit frame")
 
 
-async def test_a_fast_stream_survives_drops_across_the_hand_over_to_live_bytes(live: Live) -> None:
-    sid = await python_session(live)
-    proc = await live.start(sid, COMMAND)
+@pytest.mark.parametrize(("where", "image"), PATHS)
+async def test_a_fast_stream_survives_drops_across_the_hand_over_to_live_bytes(
+    live: Live, api: Api, where: str, image: str
+) -> None:
+    sid = await python_session(live, image)
+    proc = await start(live, api, sid, COMMAND, where)
     received = bytearray()
     # dropped: at the first frame (the first burst, read from what is stored), once the whole
     # first burst is in (the reader has caught up and waits live in the pause), at the first
@@ -72,9 +97,12 @@ async def test_a_fast_stream_survives_drops_across_the_hand_over_to_live_bytes(l
     assert hashlib.sha256(received).hexdigest() == hashlib.sha256(EXPECTED).hexdigest()
 
 
-async def test_a_reader_ahead_of_the_output_gets_exactly_what_follows_its_offset(live: Live) -> None:
+@pytest.mark.parametrize("where", ["here", "elsewhere"])
+async def test_a_reader_ahead_of_the_output_gets_exactly_what_follows_its_offset(
+    live: Live, api: Api, where: str
+) -> None:
     sid = await python_session(live)
-    proc = await live.start(sid, COMMAND)
+    proc = await start(live, api, sid, COMMAND, where)
     for _ in range(100):  # until the first burst is out and the process pauses
         row = (await live.http.get(f"/v1/sessions/{sid}/processes/{proc['id']}")).json()
         if row["output_bytes"] >= FIRST_BYTES:
@@ -95,9 +123,9 @@ async def processes(live: Live, sid: str) -> str:
 
 
 @pytest.mark.parametrize("image", ["sandlot/python:3", "sandlot/busybox:latest"])
-async def test_no_follower_outlives_its_reader(live: Live, image: str) -> None:
+async def test_no_follower_outlives_its_reader(live: Live, api: Api, image: str) -> None:
     sid = await python_session(live, image)
-    proc = await live.start(sid, "sleep 60")  # prints nothing: a follower never writes
+    proc = await start(live, api, sid, "sleep 60", "elsewhere")  # prints nothing: a follower never writes
     followers: list[str] = []
     for _ in range(3):
         async with websockets.connect(live.ws_url(sid, proc["id"], 0), additional_headers=live.h):
@@ -118,9 +146,9 @@ async def test_no_follower_outlives_its_reader(live: Live, image: str) -> None:
     await live.http.post(f"/v1/sessions/{sid}/processes/{proc['id']}/kill")
 
 
-async def test_the_live_reader_waits_on_the_file_instead_of_polling_it(live: Live) -> None:
+async def test_the_live_reader_waits_on_the_file_instead_of_polling_it(live: Live, api: Api) -> None:
     sid = await python_session(live)
-    proc = await live.start(sid, "sleep 30")
+    proc = await start(live, api, sid, "sleep 30", "elsewhere")
     async with websockets.connect(live.ws_url(sid, proc["id"], 0), additional_headers=live.h) as ws:
         seen = ""
         for _ in range(300):  # a loaded machine can take seconds
@@ -133,3 +161,100 @@ async def test_the_live_reader_waits_on_the_file_instead_of_polling_it(live: Liv
         assert "sleep 0.02" not in [line.strip() for line in seen.splitlines()]  # no size-polling loop
         await ws.close()
     await live.http.post(f"/v1/sessions/{sid}/processes/{proc['id']}/kill")
+
+
+@pytest.mark.parametrize("image", ["sandlot/busybox:latest", "sandlot/python:3"])
+async def test_a_reader_of_a_process_started_here_needs_no_follower(live: Live, image: str) -> None:
+    """On the tap, lines come while the process still runs, and nothing in the sandbox follows
+    or polls the output file for the reader."""
+    sid = await python_session(live, image)
+    proc = await live.start(sid, "i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i + 1)); sleep 0.1; done")
+    got = b""
+    async with websockets.connect(live.ws_url(sid, proc["id"], 0), additional_headers=live.h) as ws:
+        while b"line 3\n" not in got:
+            got += await ws.recv()  # type: ignore[operator]
+        row = (await live.http.get(f"/v1/sessions/{sid}/processes/{proc['id']}")).json()
+        assert row["status"] == "running"  # live: the first lines came before the process ended
+        listing = await processes(live, sid)
+        assert "over() {" not in listing and "tail " not in listing, listing
+        async for message in ws:
+            if isinstance(message, str):
+                assert json.loads(message)["exit_code"] == 0
+                break
+            got += message
+    assert got == "".join(f"line {i}\n" for i in range(40)).encode()
+
+
+@pytest.fixture(scope="module")
+def big_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of the same store that keeps 64 MiB of a process's output (the live server
+    keeps 1 MiB: less than a reader may fall behind by)."""
+    data = tmp_path_factory.mktemp("big")
+    settings = {
+        "SANDLOT_DATABASE_URL": pg_url,
+        "SANDLOT_INSTANCE": INSTANCE,
+        "SANDLOT_RUNTIME": "docker",
+        "SANDLOT_DATA_DIR": str(data),
+        "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+        "SANDLOT_RECONCILE_ON_START": "false",
+        "SANDLOT_PROCESS_OUTPUT_LIMIT": str(64 << 20),
+        "SANDLOT_DATABASE_POOL_SIZE": "3",
+    }
+    with Server(settings, data / "server.log") as server:
+        yield server.url
+
+
+async def test_a_reader_that_stops_reading_never_holds_the_process_up(
+    big_server: str, new_tenant: NewTenant
+) -> None:
+    """A reader that reads nothing while 28 MB go by is dropped from the tap (the process
+    finishes meanwhile) and, when it reads again, catches up from the stored output, exactly."""
+    live = Live(big_server, await new_tenant())
+    sid = await python_session(live)
+    expected = hashlib.sha256("".join(f"{i}\n" for i in range(1, 3_500_001)).encode()).hexdigest()
+    proc = await live.start(sid, "seq 1 3500000")  # three times what a reader may fall behind by
+    digest, n = hashlib.sha256(), 0
+    async with websockets.connect(
+        live.ws_url(sid, proc["id"], 0), additional_headers=live.h, max_size=None, max_queue=1
+    ) as ws:
+        first = await ws.recv()
+        assert isinstance(first, bytes)
+        digest.update(first)
+        n += len(first)
+        for _ in range(600):  # reading nothing: the process still finishes
+            row = (await live.http.get(f"/v1/sessions/{sid}/processes/{proc['id']}")).json()
+            if row["status"] != "running":
+                break
+            await asyncio.sleep(0.1)
+        assert row["status"] == "exited", row
+        async for message in ws:
+            if isinstance(message, str):
+                assert json.loads(message)["offset"] == n
+                break
+            digest.update(message)
+            n += len(message)
+    assert digest.hexdigest() == expected
+    await live.http.aclose()
+
+
+async def test_a_relay_killed_in_the_sandbox_costs_the_reader_nothing(live: Live) -> None:
+    """The sandbox user may kill the relay of a process's output: the process goes on writing
+    its file, and the reader is handed over to the stored output without losing a byte."""
+    sid = await python_session(live)
+    proc = await live.start(sid, COMMAND)
+    received = bytearray()
+    async with websockets.connect(
+        live.ws_url(sid, proc["id"], 0), additional_headers=live.h, max_size=None
+    ) as ws:
+        while len(received) < FIRST_BYTES:  # the first burst, then the pause
+            received += await ws.recv()  # type: ignore[arg-type]
+        relay = "case $(readlink $p/fd/0) in */live) kill ${p#/proc/}; echo k;; esac"
+        killed = await live.sh(sid, f"for p in /proc/[0-9]*; do {relay}; done")
+        assert "k" in killed
+        async for message in ws:
+            if isinstance(message, str):
+                final = json.loads(message)
+                break
+            received += message
+    assert final["exit_code"] == 0 and final["offset"] == len(EXPECTED)
+    assert bytes(received) == EXPECTED
