@@ -15,7 +15,7 @@ class Stream:
     """A process stream fed by the test; ``fail`` ends it with an engine error."""
 
     def __init__(self) -> None:
-        self.queue: asyncio.Queue[tuple[int, bytes] | None | Exception] = asyncio.Queue()
+        self.queue: asyncio.Queue[tuple[int, bytes] | Exception | None] = asyncio.Queue()
         self.closed = False
 
     async def read(self) -> tuple[int, bytes] | None:
@@ -39,7 +39,7 @@ async def settle() -> None:
 async def test_pieces_keep_their_offsets_and_come_joined_when_the_reader_was_busy() -> None:
     taps, stream = OutputTaps(), Stream()
     tap = taps.add("prc_1", stream, b"hello ")
-    reader = tap.subscribe(1 << 20)
+    reader = tap.subscribe(tap.offset, 1 << 20)
     assert reader.start == 6  # what came before it is the stored output's to give
     for piece in (b"wor", b"ld", b"!"):
         stream.queue.put_nowait((1, piece))
@@ -54,6 +54,30 @@ async def test_pieces_keep_their_offsets_and_come_joined_when_the_reader_was_bus
     assert taps.get("prc_1") is None  # over: readers go to the stored output
 
 
+async def test_a_late_reader_starts_from_the_history_and_an_earlier_one_from_the_edge() -> None:
+    stream = Stream()
+    tap = OutputTaps(keep=8).add("prc_5", stream, b"abcd")
+    for piece in (b"efgh", b"ijkl"):
+        stream.queue.put_nowait((1, piece))
+    await settle()
+    late = tap.subscribe(6, 100)  # kept: "efgh", "ijkl" (8 bytes); 6 is inside "efgh"
+    assert late.start == 6 and await late.next(100) == (6, b"ghijkl")
+    early = tap.subscribe(2, 100)  # "abcd" is no longer kept: the stored output has it
+    assert early.start == 12
+    stream.queue.put_nowait((1, b"mn"))
+    await settle()
+    assert await early.next(100) == (12, b"mn") and await late.next(100) == (12, b"mn")
+
+
+async def test_every_tap_keeps_history_within_one_budget() -> None:
+    taps = OutputTaps(keep=100, budget=10)
+    first, second = Stream(), Stream()
+    one = taps.add("prc_6", first, b"0123456789")
+    two = taps.add("prc_7", second, b"abcdef")  # over the budget: it keeps what fits, nothing
+    assert one.subscribe(0, 100).start == 0
+    assert two.subscribe(0, 100).start == 6
+
+
 async def test_a_joined_read_never_passes_its_limit() -> None:
     reader = TapReader(0, 1 << 20)
     for i in range(4):
@@ -62,31 +86,37 @@ async def test_a_joined_read_never_passes_its_limit() -> None:
     assert await reader.next(7) == (6, b"abcabc")
 
 
-async def test_a_reader_that_falls_behind_is_dropped_and_never_holds_the_tap() -> None:
+async def test_a_slow_reader_paces_the_tap_and_one_that_stops_is_dropped() -> None:
     stream = Stream()
     tap = OutputTaps().add("prc_2", stream, b"")
-    slow, quick = tap.subscribe(10), tap.subscribe(1 << 20)
+    tap._stall = 0.3  # a reader that reads nothing for 0.3 s is let go
+    slow, quick = tap.subscribe(0, 10), tap.subscribe(0, 1 << 20)
     for _ in range(5):
         stream.queue.put_nowait((1, b"0123"))
     await settle()
-    assert tap.offset == 20  # the tap read on
-    assert slow.overflowed and slow.closed
+    assert tap.offset == 12  # full after three pieces: the tap waits for it
+    assert await slow.next(8) == (0, b"01230123")  # reading makes room
+    await settle()
+    assert tap.offset == 20 and not slow.overflowed
+    stream.queue.put_nowait((1, b"4567"))  # now it reads no more
+    await asyncio.sleep(0.5)
+    assert slow.overflowed and slow.closed and tap.offset == 24
     held = []
     while (got := await slow.next(100)) is not None:
         held.append(got)
-    assert held == [(0, b"0123" * 3)]  # what it held when it was dropped, then the end
-    assert not quick.overflowed and await quick.next(100) == (0, b"0123" * 5)
+    assert held == [(8, b"0123" * 3)]  # what it held when it was dropped, then the end
+    assert not quick.overflowed and await quick.next(100) == (0, b"0123" * 5 + b"4567")
 
 
 async def test_an_engine_error_ends_the_tap_without_completing_it() -> None:
     stream = Stream()
     tap = OutputTaps().add("prc_3", stream, b"x")
-    reader = tap.subscribe(100)
+    reader = tap.subscribe(1, 100)
     stream.queue.put_nowait(SandboxStateError("the connection to the sandbox is gone"))
     await settle()
     assert tap.over and not tap.complete
     assert await reader.next(100) is None
-    late = tap.subscribe(100)
+    late = tap.subscribe(0, 100)
     assert late.closed and late.start == 1
 
 

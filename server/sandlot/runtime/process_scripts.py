@@ -53,16 +53,20 @@ _TTY_INIT = (
 #: a shell ignores SIGINT and SIGQUIT, and a shell cannot undo that; coreutils' ``env
 #: --default-signal`` can, so ^C reaches the command where it is there.
 #:
-#: LIVE (non-empty): the kept output is also relayed, as it is written, on this script's own
-#: stdout after the pid line, until the command is over (the service reads it live: no follower,
-#: no polled file). ``tee`` writes each piece to DIR/out first, then to the FIFO DIR/live, which
-#: this script, become ``cat``, relays: every byte relayed is in DIR/out already. The FIFO always
-#: has a reader while the command may write (this script holds it open read-write until the
-#: relay has its own end), so no open of it waits; the relay ends once the detached shell
-#: (holding the FIFO's write end from its first step) has exited, that is once DIR/rc is there
-#: or the process was killed. A relay that dies (killed by the sandbox user) costs the live copy
-#: only: ``tee``, with SIGPIPE ignored, goes on writing DIR/out. The engine drops what a relay
-#: whose reader went away still writes, so the command never waits on a gone server.
+#: LIVE (non-empty): the kept output is also written, as it is stored, on this script's own
+#: stdout after the pid line, until the command is over (the service reads it live: no
+#: follower, no polled file). The detached shell prints the pid line itself, then ``tee``
+#: writes each piece to DIR/out first, then to a ``dd`` that writes it on that stdout (fd 9 of
+#: the detached shell) in pieces of up to 64 KiB (busybox's ``tee`` writes 1 KiB at a time, and
+#: every piece is a frame of the engine's stream to take apart): every byte relayed is stored
+#: already. This
+#: script stays (the engine ends an exec's streams soon after its process exits) until the
+#: detached shell, which holds the FIFO DIR/live open for writing from its first step, has
+#: exited, that is until DIR/rc is there or the process was killed; nothing is written to that
+#: FIFO, its end is the signal. The command, its holder and the capper never see fd 9. When
+#: the reader goes away the engine drops what ``tee`` writes; when this script is killed the
+#: engine closes the stream and ``tee``, with SIGPIPE ignored, goes on writing DIR/out: the
+#: command never waits on a gone server.
 PROC_START = (
     r"""
 d=$1; cap=$2; cmd=$3; cwd=${4:-}; mode=${5:-}; live=${6:-}
@@ -73,14 +77,17 @@ if [ -n "$live" ]; then
   { mkfifo -m 600 "$d/live" && exec 8<>"$d/live"; } || { echo '!1'; exit 1; }
 fi
 ( setsid sh -c '
-  d=$1; cap=$2; mode=$5; h=; in=/dev/null
-  if [ -n "$7" ]; then exec 9>"$d/live"; fi
-  started() { echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"; }
+  d=$1; cap=$2; mode=$5; live=$7; h=; in=/dev/null
+  if [ -n "$live" ]; then exec 7>"$d/live"; else exec 9>&-; fi
+  started() {
+    echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"
+    if [ -n "$live" ]; then echo $$ >&9; fi  # the first line, before any output
+  }
   fail() { echo "$1" > "$d/out"; echo 126 > "$d/rc"; started; exit; }
   if [ -n "$4" ]; then cd "$4" || fail "no such directory: $4"; fi
   if [ -n "$mode" ]; then
     mkfifo -m 600 "$d/in" || fail "cannot make a pipe for stdin"
-    sleep 2147483647 3<>"$d/in" </dev/null >/dev/null 2>&1 9>&- &
+    sleep 2147483647 3<>"$d/in" </dev/null >/dev/null 2>&1 7>&- 9>&- &
     h=$!; echo $h > "$d/holder"; in=$d/in
   fi
   started
@@ -93,26 +100,29 @@ fi
         ( eval "$3" )
       fi < "$in" 2>&1
       echo $? > "$d/rc.tmp"
-    } 9>&- | {
+    } 7>&- 9>&- | {
       if command -v stdbuf >/dev/null 2>&1; then stdbuf -o0 head -c "$cap"
       elif ! dd --version >/dev/null 2>&1 && dd count=0 iflag=count_bytes </dev/null 2>/dev/null; then
         dd bs=65536 count="$cap" iflag=count_bytes 2>/dev/null
       else head -c "$cap"; fi
       cat > /dev/null
-    } 9>&-
+    } 7>&- 9>&-
   }
-  if [ -n "$7" ]; then produce "$@" | (trap "" PIPE; exec tee /dev/fd/9) >> "$d/out"
+  if [ -n "$live" ]; then
+    produce "$@" | (trap "" PIPE; exec tee /dev/fd/3 3>&1 >> "$d/out" 7>&- 9>&-) |
+      dd bs=65536 2>/dev/null >&9 7>&-
   else produce "$@" >> "$d/out"; fi
   [ -n "$h" ] && kill $h 2>/dev/null
   mv "$d/rc.tmp" "$d/rc"
 ' sh "$d" "$cap" "$cmd" "$cwd" "$mode" '"""
     + _TTY_INIT
-    + r"""' "$live" 8<&- </dev/null >/dev/null 2>&1 & )
+    + r"""' "$live" 9>&1 8<&- </dev/null >/dev/null 2>&1 & )
 i=0
 while [ ! -s "$d/pid" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
-if [ -s "$d/pid" ]; then cat "$d/pid"; else echo '!5'; fi
-# a start reported as failed (no pid in time) still relays: its tee must never wait for a reader
-if [ -n "$live" ]; then exec 7<"$d/live" 8<&- && exec cat <&7 7<&- 2>/dev/null; fi
+if [ ! -s "$d/pid" ]; then echo '!5'
+elif [ -z "$live" ]; then cat "$d/pid"; fi  # live: the process printed it itself
+# the stream lasts while the process may write (also after a start reported as failed)
+if [ -n "$live" ]; then exec 6<"$d/live" 8<&- && exec cat <&6 6<&- 2>/dev/null; fi
 """
 )
 

@@ -5,10 +5,13 @@ line it carries every byte the process's ``tee`` writes to its output file, in o
 after it reached the file (``PROC_START``'s LIVE). An :class:`OutputTap` reads that stream from
 the start on, counting offsets from 0, and hands each piece to its readers as it arrives: a
 WebSocket reader gets the output as it is produced, without a follower in the sandbox and
-without a polled file. A reader that falls behind by more than it may hold is dropped and
-catches up from the stored output; the tap never waits for a reader, so a slow one never slows
-the process. Readers served by another API process, or after a restart, follow the stored file
-(:mod:`sandlot.runtime.process_scripts`' ``PROC_FOLLOW``).
+without a polled file. The tap keeps the last pieces (``history``, within a budget shared by
+every tap of the process), so a reader that joins a little late, or comes back after a drop,
+starts from memory. A live reader paces the process, as a terminal does (the tap waits while a
+reader holds 8 MiB it has not read), but one that stops reading for 2 s is dropped: it joins
+again, or catches up from the stored output, and the process goes on. Readers served by another
+API process, or after a restart, follow the stored file (:mod:`sandlot.runtime.process_scripts`'
+``PROC_FOLLOW``).
 """
 
 from __future__ import annotations
@@ -22,50 +25,66 @@ from collections.abc import Callable
 from sandlot.domain.errors import SandlotError
 from sandlot.runtime.base import ProcessStream
 
-__all__ = ["OutputTap", "OutputTaps", "TapReader"]
+__all__ = ["Budget", "OutputTap", "OutputTaps", "TapReader"]
 
 log = logging.getLogger(__name__)
 
 
 class TapReader:
     """One reader's share of a tap: the pieces relayed since it subscribed (the first at
-    ``start``), at most ``limit`` bytes held. Past that it is dropped (``overflowed``): what it
-    holds is still read, then it goes back to the stored output."""
+    ``start``). Holding ``limit`` bytes or more it is ``full``: the tap waits for it to read
+    (the process is paced by its slowest live reader, as by a terminal), at most ``stall``
+    seconds at a time; a reader still full then is dropped (``overflowed``): what it holds is
+    still read, then it goes back to the stored output."""
 
-    def __init__(self, start: int, limit: int) -> None:
+    def __init__(
+        self,
+        start: int,
+        limit: int,
+        pieces: list[tuple[int, bytes]] | None = None,
+        on_room: Callable[[], object] | None = None,
+    ) -> None:
         self.start = start
         self.closed = False
         self.overflowed = False
-        self._pieces: deque[tuple[int, bytes]] = deque()
-        self._held = 0
+        self._pieces: deque[tuple[int, bytes]] = deque(pieces or ())
+        self._held = sum(len(data) for _, data in self._pieces)
         self._limit = limit
         self._wake = asyncio.Event()
+        self._on_room = on_room
 
-    def put(self, at: int, data: bytes) -> bool:
-        """Hold ``data`` (at offset ``at``); False once this reader is dropped or closed."""
+    @property
+    def full(self) -> bool:
+        return not self.closed and self._held >= self._limit
+
+    def put(self, at: int, data: bytes) -> None:
+        """Hold ``data`` (at offset ``at``), unless this reader is closed."""
         if self.closed:
-            return False
+            return
         self._pieces.append((at, data))
         self._held += len(data)
-        if self._held > self._limit:
-            self.overflowed = True
-            self.close()
-            return False
         self._wake.set()
-        return True
+
+    def drop(self) -> None:
+        self.overflowed = True
+        self.close()
 
     def close(self) -> None:
         self.closed = True
         self._wake.set()
 
-    async def next(self, most: int) -> tuple[int, bytes] | None:
+    async def next(self, most: int, linger: float = 0.0) -> tuple[int, bytes] | None:
         """The next bytes and their offset: what arrived while the caller was busy comes
-        joined, up to ``most`` bytes. None once closed and read out."""
+        joined, up to ``most`` bytes. With ``linger``, a first piece under half of ``most``
+        waits that long for more to join it (fewer, larger frames for a stream that comes in
+        many small pieces, at that much latency). None once closed and read out."""
         while not self._pieces:
             if self.closed:
                 return None
             self._wake.clear()
             await self._wake.wait()
+        if linger and not self.closed and self._held < most // 2:
+            await asyncio.sleep(linger)
         at, first = self._pieces.popleft()
         parts, size = [first], len(first)
         while self._pieces and size + len(self._pieces[0][1]) <= most:
@@ -73,26 +92,60 @@ class TapReader:
             parts.append(data)
             size += len(data)
         self._held -= size
+        if self._on_room is not None and self._held < self._limit:
+            self._on_room()
         return at, first if len(parts) == 1 else b"".join(parts)
 
 
+class Budget:
+    """Bytes of history every tap of this process may keep, together."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.used = 0
+
+
 class OutputTap:
-    """The relayed output of one process, from offset 0. ``complete`` once the relay ended
+    """The relayed output of one process, from offset 0, and its last pieces (at most
+    ``keep`` bytes, and only while the shared budget allows). ``complete`` once the relay ended
     cleanly (the process is then over, unless someone in the sandbox killed the relay: readers
     look before they trust it); an engine error ends it without ``complete``."""
 
-    def __init__(self, stream: ProcessStream, first: bytes, on_over: Callable[[], object]) -> None:
+    def __init__(
+        self,
+        stream: ProcessStream,
+        first: bytes,
+        on_over: Callable[[], object],
+        keep: int,
+        budget: Budget,
+        stall: float = 2.0,
+    ) -> None:
         self.offset = 0
         self.over = False
         self.complete = False
         self._readers: set[TapReader] = set()
         self._stream = stream
+        self._history: deque[tuple[int, bytes]] = deque()
+        self._kept = 0
+        self._keep = keep
+        self._budget = budget
+        self._stall = stall
+        self._room = asyncio.Event()
         self._push(first)
         self._task = asyncio.ensure_future(self._pump())
         self._task.add_done_callback(lambda _: on_over())
 
-    def subscribe(self, limit: int) -> TapReader:
-        reader = TapReader(self.offset, limit)
+    def subscribe(self, pos: int, limit: int) -> TapReader:
+        """A reader from ``pos`` when the history reaches back that far (its pieces given at
+        once), else from the live edge (``start`` > ``pos``: the rest is the caller's to find)."""
+        pieces: list[tuple[int, bytes]] = []
+        start = self.offset
+        if self._history and self._history[0][0] <= pos <= self.offset:
+            start = pos
+            for at, data in self._history:
+                if at + len(data) > pos:
+                    pieces.append((pos, data[pos - at :]) if at < pos else (at, data))
+        reader = TapReader(start, limit, pieces, self._room.set)
         if self.over:
             reader.close()
         else:
@@ -107,15 +160,39 @@ class OutputTap:
             return
         at = self.offset
         self.offset += len(data)
-        for reader in list(self._readers):
-            if not reader.put(at, data):
-                self._readers.discard(reader)
+        for reader in self._readers:
+            reader.put(at, data)
+        self._history.append((at, data))
+        self._kept += len(data)
+        self._budget.used += len(data)
+        while self._history and (self._kept > self._keep or self._budget.used > self._budget.total):
+            self._forget()
+
+    async def _paced(self) -> None:
+        """Wait while a reader is full (it holds ``limit`` bytes), at most ``stall`` seconds;
+        then drop the readers still full."""
+        if not any(reader.full for reader in self._readers):
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self._stall):
+                while any(reader.full for reader in self._readers):
+                    self._room.clear()
+                    await self._room.wait()
+        for reader in [r for r in self._readers if r.full]:
+            reader.drop()
+            self._readers.discard(reader)
+
+    def _forget(self) -> None:
+        size = len(self._history.popleft()[1])
+        self._kept -= size
+        self._budget.used -= size
 
     async def _pump(self) -> None:
         try:
             while (chunk := await self._stream.read()) is not None:
                 if chunk[0] == 1:
                     self._push(chunk[1])
+                    await self._paced()
             self.complete = True
         except SandlotError as exc:
             log.info("a process's live output ended early: %s", exc)
@@ -124,6 +201,8 @@ class OutputTap:
 
     async def _end(self) -> None:
         self.over = True
+        while self._history:  # its output is stored whole: readers from now on read that
+            self._forget()
         for reader in self._readers:
             reader.close()
         self._readers.clear()
@@ -138,13 +217,16 @@ class OutputTap:
 
 
 class OutputTaps:
-    """This process's taps by process id; a tap leaves once its process is over."""
+    """This process's taps by process id; a tap leaves once its process is over. Each keeps
+    at most ``keep`` bytes of history, all of them together at most ``budget``."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep: int = 8 << 20, budget: int = 64 << 20) -> None:
         self._taps: dict[str, OutputTap] = {}
+        self._keep = keep
+        self._budget = Budget(budget)
 
     def add(self, process_id: str, stream: ProcessStream, first: bytes) -> OutputTap:
-        tap = OutputTap(stream, first, lambda: self._taps.pop(process_id, None))
+        tap = OutputTap(stream, first, lambda: self._taps.pop(process_id, None), self._keep, self._budget)
         self._taps[process_id] = tap
         return tap
 

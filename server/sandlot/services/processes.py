@@ -62,6 +62,8 @@ _FRAME = 128 << 10
 #: The most a live reader may fall behind (bytes held for it) before it catches up from the
 #: stored output instead.
 _HELD = 8 << 20
+#: How long a small live piece waits for more to join it into one frame.
+_LINGER = 0.002
 #: The most one program reads of the stored output.
 _STORED_READ = 1 << 20
 #: How long a write waits for a process to read what is already in its pipe.
@@ -316,19 +318,22 @@ class ProcessService:
             yield data
 
     async def _from_tap(self, tap: OutputTap, row: Process, box: Sandbox, pos: int) -> AsyncIterator[bytes]:
-        """From ``pos`` until the relay ends: what was stored before this reader joined, then
-        the pieces as they are relayed. A reader that fell behind by more than it may hold
-        joins again, catching up from the stored output; it stops at anything unexpected (a
-        stored part shorter than what was relayed: a full tmpfs), leaving it to the file."""
+        """From ``pos`` until the relay ends: from the tap's history when it reaches back that
+        far, else the stored part first (when it is short), then the pieces as they are
+        relayed. A reader that fell behind by more than it may hold joins again. It stops,
+        leaving the rest to the stored output, when it is far behind what the tap keeps or at
+        anything unexpected (a stored part shorter than what was relayed: a full tmpfs)."""
         while True:
-            reader = tap.subscribe(_HELD)
+            reader = tap.subscribe(pos, _HELD)
             try:
+                if reader.start - pos > _STORED_READ:
+                    return
                 async for data in self._stored(row, box, pos, reader.start):
                     yield data
                     pos += len(data)
                 if pos < reader.start:
                     return
-                while (got := await reader.next(_FRAME)) is not None:
+                while (got := await reader.next(_FRAME, _LINGER)) is not None:
                     at, data = got
                     if at > pos:
                         return
