@@ -101,10 +101,7 @@ async def test_a_slow_reader_paces_the_tap_and_one_that_stops_is_dropped() -> No
     stream.queue.put_nowait((1, b"4567"))  # now it reads no more
     await asyncio.sleep(0.5)
     assert slow.overflowed and slow.closed and tap.offset == 24
-    held = []
-    while (got := await slow.next(100)) is not None:
-        held.append(got)
-    assert held == [(8, b"0123" * 3)]  # what it held when it was dropped, then the end
+    assert await slow.next(100) is None  # it let go of what it held: it joins again from 8
     assert not quick.overflowed and await quick.next(100) == (0, b"0123" * 5 + b"4567")
 
 
@@ -120,8 +117,48 @@ async def test_an_engine_error_ends_the_tap_without_completing_it() -> None:
     assert late.closed and late.start == 1
 
 
+async def test_a_relay_past_its_cap_is_read_no_further() -> None:
+    """The sandbox user can write into the relay: what passes the cap is left unread, and
+    readers go to the stored output (the tap ends without completing)."""
+    stream = Stream()
+    tap = OutputTaps().add("prc_8", stream, b"", cap=10)
+    reader = tap.subscribe(0, 100)
+    for _ in range(4):
+        stream.queue.put_nowait((1, b"0123"))
+    await settle()
+    assert tap.over and not tap.complete and tap.offset == 12 and stream.closed
+    assert await reader.next(100) == (0, b"0123" * 3) and await reader.next(100) is None
+    assert stream.queue.qsize() == 1  # never read
+
+
+async def test_taps_are_bounded_per_session_and_in_all() -> None:
+    taps = OutputTaps(per_session=2, most=3)
+    for i, session in enumerate(("a", "a", "b")):
+        assert taps.has_room(session)
+        taps.add(f"prc_{i}", Stream(), b"", session_id=session)
+    assert not taps.has_room("a") and not taps.has_room("c")  # two for a; three in all
+    await taps.close_all()
+    assert taps.has_room("a")
+
+
 async def test_closing_every_tap_stops_reading() -> None:
     taps, stream = OutputTaps(), Stream()
     tap = taps.add("prc_4", stream, b"")
     await taps.close_all()
     assert tap.over and stream.closed and taps.get("prc_4") is None
+
+
+async def test_a_first_line_without_an_end_is_refused_early() -> None:
+    """The sandbox user can write into a start's stream before the pid line: a long line is
+    taken for no pid, without reading on."""
+    from sandlot.services.process_start import first_line
+
+    stream = Stream()
+    for _ in range(1000):
+        stream.queue.put_nowait((1, b"x" * 1024))
+    assert await first_line(stream) == (b"!garbled", b"")
+    assert stream.queue.qsize() == 999
+    stream = Stream()
+    stream.queue.put_nowait((2, b"an error first"))
+    stream.queue.put_nowait((1, b"123\nout"))
+    assert await first_line(stream) == (b"123", b"out")

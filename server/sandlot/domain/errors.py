@@ -7,6 +7,7 @@ also inherit the standard-library type they resemble so callers can catch them g
 from __future__ import annotations
 
 __all__ = [
+    "Busy",
     "Conflict",
     "DiskFull",
     "EnvironmentOutageError",
@@ -71,6 +72,13 @@ class Conflict(SandlotError):
     """The object is not in a state that allows the operation."""
 
     code = "conflict"
+
+
+class Busy(Conflict, TimeoutError):
+    """Another step holds what this one needs (a session's suspend, resume or checkpoint)
+    for longer than this one waits: 409, and the client may try again."""
+
+    retryable = True
 
 
 class QuotaExceeded(SandlotError):

@@ -13,8 +13,9 @@ from sandlot.domain.paths import resolve_cwd
 from sandlot.domain.users import USER_PATTERN
 from sandlot.features.base import ActivityArgs, Feature, SandboxContext, SessionContext, activity
 from sandlot.observability.tracing import traced_env
-from sandlot.runtime.base import ExecRequest, LimitsHit, worth_a_look
+from sandlot.runtime.base import ExecRequest, LimitsHit
 from sandlot.runtime.launcher import oneshot
+from sandlot.runtime.limits import worth_a_look
 from sandlot.runtime.output import decode_input, decode_output
 
 __all__ = ["KEEPALIVE_SECONDS", "ShellFeature"]

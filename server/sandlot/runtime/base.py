@@ -32,7 +32,6 @@ __all__ = [
     "SandboxSpec",
     "Usage",
     "WorkspaceScan",
-    "worth_a_look",
 ]
 
 LABEL_MANAGED = "dev.sandlot.managed"
@@ -124,27 +123,6 @@ class ExecResult:
     truncated: bool = False
     oom_killed: bool = False
     pids_limited: bool = False
-
-
-#: What a command (or the shell running it) says when a limit stopped something: the kernel's
-#: SIGKILL reported by a parent, a refused fork, a failed allocation.
-_LIMIT_SIGNS = (
-    b"Killed",
-    b"fork",
-    b"Resource temporarily unavailable",
-    b"Cannot allocate memory",
-    b"MemoryError",
-)
-_SIGKILL_EXIT = 137
-
-
-def worth_a_look(exit_code: int | None, timed_out: bool, stderr: bytes) -> bool:
-    """Whether a finished command may have met the memory or process limit, so that the
-    sandbox's counters are worth reading (a look costs a ``docker exec``: a command that
-    merely failed, such as a ``grep`` that found nothing, does not pay for it)."""
-    if timed_out or exit_code == _SIGKILL_EXIT:
-        return True
-    return exit_code not in (0, None) and any(sign in stderr[-4096:] for sign in _LIMIT_SIGNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +298,12 @@ class SandboxRuntime(Protocol):
         """An in-sandbox directory for our bookkeeping (on a tmpfs where possible)."""
         ...
 
+    def process_dir(self, ref: str) -> str:
+        """Where background processes keep their output and bookkeeping: the sandbox's disk,
+        counted in its disk limit, not the state tmpfs (64 MB on Docker: two verbose processes
+        filled it, and then no process started and the session's shell kept no state)."""
+        ...
+
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
         """Kill ``pid`` (as seen inside the sandbox) and all its descendants; with
         ``include_root=False`` only the descendants."""
@@ -384,13 +368,15 @@ class SandboxRuntime(Protocol):
         workspace would lead a member outside (not needed for an empty workspace)."""
         ...
 
-    async def pause(self, ref: str) -> None:
+    async def pause(self, ref: str) -> Sequence[int]:
         """Stop the sandbox's processes (it keeps its memory and files); a process of ours
-        may still start in it (the snapshot, the reset, the thaw)."""
+        may still start in it (the snapshot, the reset, the thaw). Returns the processes that
+        were stopped before, for :meth:`unpause` to leave so."""
         ...
 
-    async def unpause(self, ref: str) -> None:
-        """Undo :meth:`pause`; raises ``SandboxStateError`` when the sandbox is gone."""
+    async def unpause(self, ref: str, keep: Sequence[int] = ()) -> None:
+        """Undo :meth:`pause`, leaving ``keep`` stopped; raises ``SandboxStateError`` when the
+        sandbox is gone."""
         ...
 
     async def close(self) -> None:

@@ -23,7 +23,7 @@ import aiohttp
 from aiodocker.stream import Stream
 
 from sandlot.domain.errors import ImageNotFound, RuntimeUnavailable, SandboxStateError
-from sandlot.runtime import docker_exec, docker_files, docker_listing
+from sandlot.runtime import docker_exec, docker_files, docker_freeze, docker_listing
 from sandlot.runtime.archives import ArchiveReport
 from sandlot.runtime.base import (
     LABEL_INSTANCE,
@@ -45,14 +45,13 @@ from sandlot.runtime.docker_reset import CleanSlate
 from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
 from sandlot.runtime.scripts import (
-    FREEZE_SANDBOX,
     HELPER_PATH,
     HELPER_UNSET,
     KILL_SESSION,
     KILL_TREE,
     LIMIT_COUNTS,
+    PROCESS_ROOT,
     STATE_ROOT,
-    THAW_SANDBOX,
 )
 
 __all__ = ["DockerRuntime"]
@@ -173,8 +172,23 @@ class DockerRuntime:
         try:
             with engine("remove"):
                 await self.docker.containers.container(ref).delete(force=True, v=True)
-        except SandboxStateError:
-            pass  # already gone, or its removal is under way
+        except SandboxStateError as exc:
+            if "in progress" in str(exc):  # another process is removing it: wait until it is gone
+                await self._gone(ref)
+
+    async def _gone(self, ref: str, wait: float = 30.0) -> None:
+        """Until the engine no longer knows ``ref`` (at most ``wait`` seconds: then
+        ``SandboxStateError``); a caller that says a sandbox is offline has seen it go."""
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            try:
+                with engine("inspect"):
+                    await self.docker.containers.container(ref).show()
+            except SandboxStateError:
+                return  # no such container
+            if asyncio.get_running_loop().time() > deadline:
+                raise SandboxStateError(f"the sandbox container {ref[:12]} is still being removed")
+            await asyncio.sleep(0.1)
 
     async def is_running(self, ref: str) -> bool:
         try:
@@ -294,6 +308,9 @@ class DockerRuntime:
     def state_dir(self, ref: str) -> str:
         return STATE_ROOT
 
+    def process_dir(self, ref: str) -> str:
+        return PROCESS_ROOT
+
     async def reset(self, ref: str, workspace: str, *, then_shell: bool = False) -> ProcessStream | None:
         return await self._clean.reset(ref, workspace, then_shell=then_shell)
 
@@ -360,28 +377,8 @@ class DockerRuntime:
     ) -> None:
         await docker_files.import_workspace(self, ref, workspace, archive, report, check_links=check_links)
 
-    async def pause(self, ref: str) -> None:
-        """Stop the sandbox user's processes (``FREEZE_SANDBOX``, in a process of its own, not
-        the session's shell it would stop too); not the engine's cgroup freezer, which an exec
-        started at the same moment wedges for good."""
-        res = await self.run_quick(ref, ["/bin/sh", "-c", FREEZE_SANDBOX, "sh", STATE_ROOT])
-        if res.exit_code != 0:
-            raise SandboxStateError(f"could not stop the sandbox's processes (exit {res.exit_code})")
+    async def pause(self, ref: str) -> tuple[int, ...]:
+        return await docker_freeze.pause(self, ref)
 
-    async def unpause(self, ref: str) -> None:
-        # a container an earlier version froze with the engine's pause is unpaused first
-        with engine("inspect"):
-            state = (await self.docker.containers.container(ref).show()).get("State", {})
-        if state.get("Paused"):
-            await self._container_call("unpause", ref, method="POST")
-        elif not state.get("Running"):
-            raise SandboxStateError("the sandbox container is not running")
-        res = await self.run_quick(ref, ["/bin/sh", "-c", THAW_SANDBOX, "sh", STATE_ROOT])
-        if res.exit_code != 0:
-            raise SandboxStateError(f"could not continue the sandbox's processes (exit {res.exit_code})")
-
-    async def _container_call(self, what: str, ref: str, **kw: Any) -> bytes:
-        """One raw Docker API call on a container."""
-        with engine(what):
-            async with self.docker._query(f"containers/{ref}/{what}", **kw) as resp:
-                return bytes(await resp.read())
+    async def unpause(self, ref: str, keep: Sequence[int] = ()) -> None:
+        await docker_freeze.unpause(self, ref, keep)

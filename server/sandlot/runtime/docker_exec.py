@@ -14,8 +14,10 @@ import time
 from collections.abc import AsyncIterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit, worth_a_look
+from sandlot.domain.errors import SandboxStateError
+from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit
 from sandlot.runtime.docker_streams import PtyExecStream, engine, feed_while_reading, send_stdin
+from sandlot.runtime.limits import worth_a_look
 from sandlot.runtime.output import CappedBuffer
 from sandlot.runtime.scripts import REPORT_PID_AND_EXEC
 
@@ -136,15 +138,21 @@ async def open_terminal(
     # whole session (the shell and whatever it still runs)
     wrapped = ["/bin/sh", "-c", 'printf "%s\\n" "$$"; exec "$@"', "sh", *argv]
     exe, stream = await rt.attach(ref, wrapped, stdin=True, env=env, tty=True)
-    with engine("terminal"):
-        await exe.resize(h=rows, w=cols)
-        head = bytearray()
-        async with asyncio.timeout(10):
-            while b"\n" not in head and len(head) < 64:
-                msg = await stream.read_out()
-                if msg is None:
-                    break
-                head.extend(msg.data)
+    head = bytearray()
+    try:
+        async with asyncio.timeout(10):  # the sandbox user can stop the shell before it prints
+            with engine("terminal"):
+                await exe.resize(h=rows, w=cols)
+                while b"\n" not in head and len(head) < 64:
+                    msg = await stream.read_out()
+                    if msg is None:
+                        break
+                    head.extend(msg.data)
+    except BaseException as exc:
+        await stream.close()  # the attach, and its connection to the engine
+        if isinstance(exc, TimeoutError):
+            raise SandboxStateError("the terminal's shell did not start within 10 s") from exc
+        raise
     line, _, rest = bytes(head).partition(b"\n")
     pid = int(line.strip()) if line.strip().isdigit() else 0
 

@@ -26,6 +26,7 @@ from sandlot.domain.errors import (
     SandboxStateError,
     SandlotError,
 )
+from sandlot.runtime.scripts import BYTE_COPY
 
 __all__ = [
     "FILE_EXIT_CODES",
@@ -100,6 +101,7 @@ __sl_walk() {
 #: ``sh -c FILE_READ sh WS REL LIMIT``: on stdout ``K<size>\n`` then the file's bytes.
 FILE_READ = (
     WALK
+    + BYTE_COPY
     + r"""
 __sl_walk "$1" "$2" follow
 f=./$__sl_leaf
@@ -111,7 +113,7 @@ exec 3< "$f" || exit 13
 size=$(stat -c %s "$f") || exit 15
 if [ "$size" -gt "$3" ]; then echo "$size" >&2; exit 18; fi
 printf 'K%s\n' "$size"
-head -c "$size" <&3
+__sl_take "$size" <&3
 """
 )
 
@@ -120,6 +122,7 @@ head -c "$size" <&3
 #: read-only file or directory is refused, as the sandbox user would be refused.
 FILE_WRITE = (
     WALK
+    + BYTE_COPY
     + r"""
 __sl_mk=1; __sl_walk "$1" "$2" follow
 f=./$__sl_leaf; size=$3; mode=
@@ -129,9 +132,9 @@ if [ -e "$f" ]; then [ -w "$f" ] || exit 13; mode=$(stat -c %a "$f"); fi
 # a name no one can guess, created by this very open (set -C: never an existing file or FIFO)
 tmp=$(mktemp -u ./.sandlot-upload-XXXXXXXXXX) || exit 13
 set -C
-head -c "$size" > "$tmp" || { rm -f "$tmp"; exit 14; }
+__sl_take "$size" > "$tmp" || { rm -f "$tmp"; exit 14; }
 set +C
-got=$(wc -c < "$tmp")
+got=$(stat -c %s "$tmp")
 [ "$((got))" -eq "$size" ] || { rm -f "$tmp"; exit 21; }
 [ -z "$mode" ] || chmod "$mode" "$tmp"
 mv -f "$tmp" "$f" || { rm -f "$tmp"; exit 13; }

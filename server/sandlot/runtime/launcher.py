@@ -16,7 +16,8 @@ waits behind a one-shot; one-shots at once beyond the first, input given as a st
 
 from __future__ import annotations
 
-from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit, SandboxRuntime, worth_a_look
+from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit, SandboxRuntime
+from sandlot.runtime.limits import worth_a_look
 from sandlot.runtime.scripts import KILL_SESSION
 from sandlot.runtime.shell import PersistentShell
 from sandlot.runtime.shell_boot import ONE_SHOT

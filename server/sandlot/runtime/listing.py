@@ -9,12 +9,13 @@ change again within the same clock tick without its ctime moving: its key is onl
 its ctime lies at least :data:`SETTLE_NS` before a mark the listing makes first (``settled``),
 otherwise it is read again next time (as git does with "racily clean" files).
 
-In a sandbox the listing is a program of ours run as the sandbox user (:data:`SCAN_WORKSPACE`):
+In a sandbox the listing is a program of ours run as the sandbox user (:data:`LIST_WORKSPACE`):
 the names come NUL-separated on stderr and one line of numbers per name on stdout, in the same
 order, so no name (newlines, bytes that are not UTF-8) can break the parsing. Anything amiss (a
 directory it may not read, an entry gone between the two, output cut short) makes the listing
-``None``: the snapshot then reads the whole workspace through the engine instead. The same
-program then exports the entries the snapshot wants to read, by name.
+``None``: the snapshot then reads the whole workspace through the engine instead. Then the
+entries the snapshot wants to read are exported by name (:data:`EXPORT_NAMED`); in a process of
+its own the one program does both (:data:`SCAN_WORKSPACE`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from sandlot.runtime.bridge import produce
 from sandlot.runtime.local_tree import entries, export_tree
 
 __all__ = [
+    "EXPORT_NAMED",
+    "LIST_WORKSPACE",
     "SCAN_WORKSPACE",
     "SETTLE_NS",
     "Listed",
@@ -39,13 +42,10 @@ __all__ = [
 
 SETTLE_NS = 50_000_000  # well beyond a coarse clock tick (1-10 ms)
 
-#: ``sh -c SCAN_WORKSPACE sh WORKSPACE STATE_DIR``, stdin attached. First the listing: on
-#: stdout the mark's ctime, one line of numbers per entry, ``F`` when a directory could not be
-#: read, then ``E``; on stderr the names, NUL-separated, then ``E``. Then it waits for
-#: NUL-separated ``./name``s on stdin and writes a tar of those entries alone on stdout
-#: (several concatenated when there are many), read as the sandbox user, nothing when stdin
-#: closes empty. One program, so a snapshot costs one round trip into the sandbox.
-SCAN_WORKSPACE = r"""
+#: ``sh -c LIST_WORKSPACE sh WORKSPACE STATE_DIR``: on stdout the mark's ctime, one line of
+#: numbers per entry, ``F`` when a directory could not be read, then ``E``; on stderr the names,
+#: NUL-separated, then ``E``.
+LIST_WORKSPACE = r"""
 cd -P -- "$1" || exit 20
 s=$2; mkdir -p "$s" && rm -f "$s/mark" "$s/find-failed" && : > "$s/mark" || exit 21
 stat -c '%Z %z' "$s/mark" || exit 21
@@ -54,8 +54,18 @@ stat -c '%Z %z' "$s/mark" || exit 21
 [ -e "$s/find-failed" ] && echo F
 printf 'E\0' >&2
 echo E
-exec xargs -0 -r tar -c -f - --no-recursion
 """
+
+_EXPORT = "exec xargs -0 -r tar -c -f - --no-recursion\n"
+
+#: ``sh -c EXPORT_NAMED sh WORKSPACE``: reads NUL-separated ``./name``s on stdin and writes a
+#: tar of those entries alone on stdout (several concatenated when there are many), read as
+#: the sandbox user, nothing when stdin is empty.
+EXPORT_NAMED = 'cd -P -- "$1" || exit 20\n' + _EXPORT
+
+#: ``sh -c SCAN_WORKSPACE sh WORKSPACE STATE_DIR``, stdin attached: the listing, then the
+#: export of the names that come on stdin, in one process (one ``docker exec`` for both).
+SCAN_WORKSPACE = LIST_WORKSPACE + _EXPORT
 
 
 @dataclass(frozen=True, slots=True)

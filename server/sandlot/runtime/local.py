@@ -243,6 +243,9 @@ class LocalRuntime:
             return str(self._dir(ref) / "state")  # commands run on this host as they are
         return SANDBOX_STATE
 
+    def process_dir(self, ref: str) -> str:
+        return f"{self.state_dir(ref)}/proc"  # on this host's disk already
+
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
         # the pid came from inside the sandbox: only its own user's processes may be touched
         uid = uid_of(self._meta(ref))
@@ -376,8 +379,9 @@ class LocalRuntime:
         except OSError as exc:
             raise InvalidInput(f"could not unpack the archive: {exc}", field="archive") from exc
 
-    async def pause(self, ref: str) -> None:
-        self._meta(ref)  # nothing runs between commands here: the shells were closed
+    async def pause(self, ref: str) -> tuple[int, ...]:
+        self._meta(ref)  # processes here are the host's: they are not stopped
+        return ()
 
-    async def unpause(self, ref: str) -> None:
+    async def unpause(self, ref: str, keep: Sequence[int] = ()) -> None:
         self._meta(ref)

@@ -40,10 +40,16 @@ class CappedBuffer:
         return b"".join(self._chunks)
 
 
+#: The most of what follows a frame's marker that is kept: its line (the exit code) is short;
+#: a background process of the command writing on without a newline must not grow it.
+_AFTER = 64
+
+
 class Framed:
     """Collects one stream of one framed command (the persistent shell's) up to its end
     marker, keeping at most ``limit``; the marker is random per command, so nothing a command
-    prints can fake it."""
+    prints can fake it. What follows the marker is its line (:attr:`line`, the exit code on
+    stdout); whatever comes after that line (a background process still writing) is dropped."""
 
     __slots__ = ("_pending", "after", "buf", "done", "marker")
 
@@ -52,18 +58,25 @@ class Framed:
         self.buf = CappedBuffer(limit)
         self._pending = b""
         self.done = False
-        self.after = b""  # what followed the marker (the exit code on stdout)
+        self.after = b""  # what followed the marker, at most _AFTER bytes
+
+    @property
+    def line(self) -> bytes | None:
+        """The line that followed the marker, once it is whole (None before)."""
+        head, found, _ = self.after.partition(b"\n")
+        return head if found else None
 
     def feed(self, data: bytes) -> None:
         if self.done:
-            self.after += data
+            if b"\n" not in self.after:
+                self.after = (self.after + data)[:_AFTER]
             return
         if self._pending:
             data = self._pending + data
         idx = data.find(self.marker)
         if idx >= 0:
             self.buf.write(data[:idx])
-            self.after = data[idx + len(self.marker) :]
+            self.after = data[idx + len(self.marker) :][:_AFTER]
             self.done = True
             self._pending = b""
             return

@@ -9,7 +9,7 @@ They only use what busybox and Debian both have, as :mod:`sandlot.runtime.script
 
 from __future__ import annotations
 
-from sandlot.runtime.scripts import KILL_SESSION, LIVE_FUNCTION, STAT_FUNCTION
+from sandlot.runtime.scripts import BYTE_COPY, KILL_SESSION, LIVE_FUNCTION, STAT_FUNCTION
 
 __all__ = ["PROC_FOLLOW", "PROC_KILL", "PROC_READ", "PROC_START", "PROC_STATUS", "PROC_STDIN"]
 
@@ -41,8 +41,8 @@ _TTY_INIT = (
 #: first short read, so it is only used when it is not coreutils'). The output reaches DIR/out
 #: as it is written. When COMMAND ends its exit code goes to DIR/rc.tmp, and once every byte is
 #: in DIR/out it is renamed to DIR/rc: "rc exists" means "the output is complete". A failure
-#: before the command starts prints ``!CODE`` instead of a pid and exits CODE (``!5``: no pid
-#: within 5 s).
+#: before the command starts prints ``!CODE`` instead of a pid and exits CODE (``!7``: no room
+#: for DIR's files; ``!5``: no pid within 5 s).
 #:
 #: MODE: empty, stdin is /dev/null. ``stdin``: stdin is the FIFO DIR/in, held open by a
 #: ``sleep`` of the session (its pid in DIR/holder) so that the command sees no end of input
@@ -55,30 +55,35 @@ _TTY_INIT = (
 #:
 #: LIVE (non-empty): the kept output is also written, as it is stored, on this script's own
 #: stdout after the pid line, until the command is over (the service reads it live: no
-#: follower, no polled file). The detached shell prints the pid line itself, then ``tee``
+#: follower, no polled file). The detached shell prints the pid line itself (this script prints
+#: nothing: whatever it wrote after that line would read as output), then ``tee``
 #: writes each piece to DIR/out first, then to a ``dd`` that writes it on that stdout (fd 9 of
-#: the detached shell) in pieces of up to 64 KiB (busybox's ``tee`` writes 1 KiB at a time, and
-#: every piece is a frame of the engine's stream to take apart): every byte relayed is stored
-#: already. This
-#: script stays (the engine ends an exec's streams soon after its process exits) until the
-#: detached shell, which holds the FIFO DIR/live open for writing from its first step, has
-#: exited, that is until DIR/rc is there or the process was killed; nothing is written to that
-#: FIFO, its end is the signal. The command, its holder and the capper never see fd 9. When
-#: the reader goes away the engine drops what ``tee`` writes; when this script is killed the
-#: engine closes the stream and ``tee``, with SIGPIPE ignored, goes on writing DIR/out: the
-#: command never waits on a gone server.
+#: the detached shell) in pieces of up to 64 KiB (busybox's ``tee`` writes 8 KiB at a time,
+#: and every piece is a frame of the engine's stream to take apart): every byte relayed is
+#: stored already. This script stays (the engine ends an exec's streams soon after its process
+#: exits), waiting for the detached shell, its own child (``wait``: nothing in the sandbox can
+#: hold that up but the detached shell itself), so the stream ends once DIR/rc is there or the
+#: process was killed. The command, its holder and the capper never see fd 9. When the reader
+#: goes away the engine drops what the relay writes; when this script is killed the engine
+#: closes the stream, and ``dd``, then ``tee`` (SIGPIPE ignored), get EPIPE while DIR/out goes
+#: on: the command never waits on a gone server. The stream is the sandbox user's to write to
+#: (``/proc/PID/fd``) as much as DIR/out is: the service bounds what it reads of it.
 PROC_START = (
     r"""
 d=$1; cap=$2; cmd=$3; cwd=${4:-}; mode=${5:-}; live=${6:-}
 if [ "$mode" = tty ] && ! script -qefc true /dev/null </dev/null >/dev/null 2>&1; then echo '!4'; exit 4; fi
-mkdir -p "$d" || { echo '!1'; exit 1; }
-: > "$d/out"
-if [ -n "$live" ]; then
-  { mkfifo -m 600 "$d/live" && exec 8<>"$d/live"; } || { echo '!1'; exit 1; }
-fi
-( setsid sh -c '
+failed() {  # why a step failed, from its error (in C): no room (7), or anything else (1)
+  case $(LC_ALL=C sh -c "$1" sh "$d" 2>&1) in *space*|*uota*) echo '!7'; exit 7 ;; esac
+  echo '!1'; exit 1
+}
+mkdir -p "$d" 2>/dev/null || failed 'mkdir -p "$1"'
+# (not `:`: a failed redirection of a special builtin ends the script)
+{ echo 0 > "$d/pid.tmp" && printf '' > "$d/out"; } 2>/dev/null ||
+  failed 'echo 0 > "$1/pid.tmp" && printf "" > "$1/out"'
+start() {
+  setsid sh -c '
   d=$1; cap=$2; mode=$5; live=$7; h=; in=/dev/null
-  if [ -n "$live" ]; then exec 7>"$d/live"; else exec 9>&-; fi
+  [ -n "$live" ] || exec 9>&-
   started() {
     echo $$ > "$d/pid.tmp"; mv "$d/pid.tmp" "$d/pid"
     if [ -n "$live" ]; then echo $$ >&9; fi  # the first line, before any output
@@ -87,7 +92,7 @@ fi
   if [ -n "$4" ]; then cd "$4" || fail "no such directory: $4"; fi
   if [ -n "$mode" ]; then
     mkfifo -m 600 "$d/in" || fail "cannot make a pipe for stdin"
-    sleep 2147483647 3<>"$d/in" </dev/null >/dev/null 2>&1 7>&- 9>&- &
+    sleep 2147483647 3<>"$d/in" </dev/null >/dev/null 2>&1 9>&- &
     h=$!; echo $h > "$d/holder"; in=$d/in
   fi
   started
@@ -100,29 +105,31 @@ fi
         ( eval "$3" )
       fi < "$in" 2>&1
       echo $? > "$d/rc.tmp"
-    } 7>&- 9>&- | {
+    } 9>&- | {
       if command -v stdbuf >/dev/null 2>&1; then stdbuf -o0 head -c "$cap"
       elif ! dd --version >/dev/null 2>&1 && dd count=0 iflag=count_bytes </dev/null 2>/dev/null; then
         dd bs=65536 count="$cap" iflag=count_bytes 2>/dev/null
       else head -c "$cap"; fi
       cat > /dev/null
-    } 7>&- 9>&-
+    } 9>&-
   }
   if [ -n "$live" ]; then
-    produce "$@" | (trap "" PIPE; exec tee /dev/fd/3 3>&1 >> "$d/out" 7>&- 9>&-) |
-      dd bs=65536 2>/dev/null >&9 7>&-
+    produce "$@" | (trap "" PIPE; exec tee /dev/fd/3 3>&1 >> "$d/out" 9>&-) |
+      dd bs=65536 2>/dev/null >&9
   else produce "$@" >> "$d/out"; fi
   [ -n "$h" ] && kill $h 2>/dev/null
   mv "$d/rc.tmp" "$d/rc"
 ' sh "$d" "$cap" "$cmd" "$cwd" "$mode" '"""
     + _TTY_INIT
-    + r"""' "$live" 9>&1 8<&- </dev/null >/dev/null 2>&1 & )
+    + r"""' "$live" 9>&1 </dev/null >/dev/null 2>&1 &
+}
+if [ -n "$live" ]; then  # our child, which prints the first line itself: we print nothing
+  start; child=$!; exec >/dev/null 2>&1; wait "$child"; exit 0
+fi
+(start)  # an orphan
 i=0
 while [ ! -s "$d/pid" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
-if [ ! -s "$d/pid" ]; then echo '!5'
-elif [ -z "$live" ]; then cat "$d/pid"; fi  # live: the process printed it itself
-# the stream lasts while the process may write (also after a start reported as failed)
-if [ -n "$live" ]; then exec 6<"$d/live" 8<&- && exec cat <&6 6<&- 2>/dev/null; fi
+if [ -s "$d/pid" ]; then cat "$d/pid"; else echo '!5'; fi
 """
 )
 
@@ -181,20 +188,8 @@ printf '%s\n%s\n%s\n%s %s\n' "$rc" "$alive" "$size" "$ticks" "$peak"
 """
 )
 
-#: ``__sl_copy FILE OFFSET COUNT``: at most COUNT bytes of FILE from OFFSET, in 64 KiB writes:
-#: ``dd`` with byte offsets (busybox's and coreutils'; ``tail -c | head -c`` cost busybox 30
-#: times the CPU for 50 MB, in 4 KiB pieces), or that pair where dd cannot.
-_COPY = r"""
-__sl_copy() {
-  __sl_f=iflag=skip_bytes,count_bytes
-  [ -n "${__sl_dd-}" ] || { dd if=/dev/null $__sl_f count=0 2>/dev/null; __sl_dd=$?; }
-  if [ "$__sl_dd" = 0 ]; then dd if="$1" bs=65536 skip="$2" count="$3" $__sl_f 2>/dev/null
-  else tail -c +$(($2 + 1)) "$1" 2>/dev/null | head -c "$3"; fi
-}
-"""
-
 #: Run as ``sh -c PROC_READ sh DIR OFFSET LIMIT``: at most LIMIT bytes of DIR/out from OFFSET.
-PROC_READ = _COPY + '__sl_copy "$1/out" "$2" "$3"\n'
+PROC_READ = BYTE_COPY + '__sl_copy "$1/out" "$2" "$3"\n'
 
 #: Run as ``sh -c PROC_FOLLOW sh DIR OFFSET`` with its stdin attached: writes DIR/out from OFFSET
 #: as it grows and ends once all of it was written and the command is over (DIR/rc exists: the
@@ -211,7 +206,7 @@ PROC_READ = _COPY + '__sl_copy "$1/out" "$2" "$3"\n'
 #: before the size, so nothing written before it is missed.
 PROC_FOLLOW = (
     LIVE_FUNCTION
-    + _COPY
+    + BYTE_COPY
     + r"""
 d=$1; off=$2
 read -r sid < "$d/pid" || exit 3

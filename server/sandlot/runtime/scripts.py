@@ -6,6 +6,7 @@ They only use what busybox and Debian both have (sh, read, kill, readlink).
 from __future__ import annotations
 
 __all__ = [
+    "BYTE_COPY",
     "FREEZE_SANDBOX",
     "HELPER_PATH",
     "HELPER_UNSET",
@@ -13,6 +14,7 @@ __all__ = [
     "KILL_TREE",
     "LIMIT_COUNTS",
     "LIVE_FUNCTION",
+    "PROCESS_ROOT",
     "REPORT_PID_AND_EXEC",
     "RESET_SANDBOX",
     "SCRATCH_DIRS",
@@ -28,8 +30,39 @@ __all__ = [
 HELPER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 HELPER_UNSET = ("LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "ENV", "BASH_ENV", "CDPATH")
 
+#: Shell functions that move bytes in 64 KiB pieces where the image's ``dd`` counts in bytes
+#: (busybox's and coreutils'), else with ``head``/``tail``, which busybox runs 4 KiB at a time
+#: (a 1 MiB spool cost 10 ms of the sandbox's CPU through ``head -c``, 2 through ``dd``; each
+#: small piece is also a frame for the engine and the server when it goes out on a stream).
+#: ``__sl_dd_ok`` asks once per shell (the persistent shell asks at boot, so its programs never
+#: do). ``__sl_take N``: N bytes of stdin (fewer only at its end); through ``dd`` never one
+#: more, so what follows in a shell's input stays there (busybox's ``head -c`` reads past N from
+#: a pipe: harmless only because the shell is sent nothing after a program's input until the
+#: program has ended). ``__sl_copy FILE OFFSET COUNT``: at most COUNT bytes of FILE from OFFSET.
+BYTE_COPY = r"""
+__sl_dd_ok() {
+  case ${__sl_dd-} in
+    0) return 0 ;;
+    1) return 1 ;;
+  esac
+  dd if=/dev/null bs=1 count=0 iflag=skip_bytes,count_bytes,fullblock 2>/dev/null && __sl_dd=0 || __sl_dd=1
+  [ "$__sl_dd" = 0 ]
+}
+__sl_take() {
+  if __sl_dd_ok; then dd bs=65536 count="$1" iflag=count_bytes,fullblock 2>/dev/null; else head -c "$1"; fi
+}
+__sl_copy() {
+  if __sl_dd_ok; then dd if="$1" bs=65536 skip="$2" count="$3" iflag=skip_bytes,count_bytes 2>/dev/null
+  else tail -c +$(($2 + 1)) "$1" 2>/dev/null | head -c "$3"; fi
+}
+"""
+
 #: Where in-sandbox bookkeeping lives (persistent shell state): a tmpfs, never the workspace.
 STATE_ROOT = "/dev/shm/.sandlot"
+
+#: Where background processes keep their output (up to the output limit each) and bookkeeping
+#: on Docker: the container's disk, within its disk limit, emptied by the reset with /tmp.
+PROCESS_ROOT = "/tmp/.sandlot/proc"
 
 #: Run as ``sh -c REPORT_PID_AND_EXEC sh CWD ARGV...``: prints its pid on stderr, enters CWD
 #: (when not empty; 126 and the reason on stderr when it cannot), then becomes ARGV. The pid is
@@ -122,38 +155,38 @@ exit 0
 """
 )
 
-#: Run as ``sh -c FREEZE_SANDBOX sh STATE``, in a process of its own: stops every process the
-#: sandbox user may signal but this one (one ``kill(-1)``: the kernel walks the task list while
-#: no fork can run, so nothing escapes it), after noting in STATE/stopped the ones already
-#: stopped (a job stopped in a terminal stays so after the thaw). Not the engine's cgroup freezer:
-#: a ``docker exec`` whose start races a freeze is caught in the frozen cgroup and wedges the
-#: container (its unpause and removal hang with it until a host's root kills the exec), while a
-#: stopped process keeps no new process from starting.
+#: Run as ``sh -c FREEZE_SANDBOX``, in a process of its own: stops every process the sandbox
+#: user may signal but this one (one ``kill(-1)``: the kernel walks the task list while no fork
+#: can run, so nothing escapes it), after printing the pids of those already stopped (at most
+#: 256; a job stopped in a terminal stays so after the thaw), which the service keeps: nothing
+#: in the sandbox, which the sandbox user could rewrite, tells the thaw what to leave. Not the
+#: engine's cgroup freezer: a ``docker exec`` whose start races a freeze is caught in the frozen
+#: cgroup and wedges the container (its unpause and removal hang with it until a host's root
+#: kills the exec), while a stopped process keeps no new process from starting.
 FREEZE_SANDBOX = (
     STAT_FUNCTION
     + r"""
-d=$1; mkdir -p "$d" 2>/dev/null
-: > "$d/stopped"
+n=0
 for f in /proc/[0-9]*/stat; do
   __sl_stat "$f" || continue
-  case ${__sl_fields%% *} in T|t) p=${f#/proc/}; echo "${p%/stat}" >> "$d/stopped" ;; esac
+  case ${__sl_fields%% *} in
+    T|t) p=${f#/proc/}; [ $n -lt 256 ] && printf '%s ' "${p%/stat}"; n=$((n + 1)) ;;
+  esac
 done
 kill -STOP -1 2>/dev/null
 exit 0
 """
 )
 
-#: Run as ``sh -c THAW_SANDBOX sh STATE``: continues every process but those FREEZE_SANDBOX
-#: found stopped already.
+#: Run as ``sh -c THAW_SANDBOX sh PID...``: continues every process but the PIDs
+#: (FREEZE_SANDBOX's list: stopped before the freeze).
 THAW_SANDBOX = r"""
-d=$1; keep=" "
-while read -r p; do keep="$keep$p "; done < "$d/stopped" 2>/dev/null
+keep=" $* "
 for f in /proc/[0-9]*; do
   p=${f#/proc/}
   case $keep in *" $p "*) continue ;; esac
   kill -CONT "$p" 2>/dev/null
 done
-rm -f "$d/stopped"
 exit 0
 """
 

@@ -211,9 +211,13 @@ class PersistentShell:
         return lambda token: f"__sl_do {token} {words}\n".encode()
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
+        """Queue the stream's chunks while a command or program is framed (the lock is held);
+        what comes between them (a background process of an earlier command still writing)
+        belongs to no frame and is dropped: it cannot pile up here while the shell is idle."""
         try:
             while (chunk := await stream.read()) is not None:
-                self._chunks.put_nowait(chunk)
+                if self._lock.locked():
+                    self._chunks.put_nowait(chunk)
         except SandboxStateError as exc:
             log.info("persistent shell %s lost its stream: %s", self._key, exc)
         finally:
@@ -320,7 +324,7 @@ class PersistentShell:
         last_output = started
         timed_out = silence_hit = False
         killed_at: float | None = None
-        while not (out.done and err.done and out.after.endswith(b"\n")):
+        while not (out.done and err.done and out.line is not None):
             now = time.monotonic()
             if killed_at is None:
                 wait = deadline - now
@@ -343,7 +347,7 @@ class PersistentShell:
             assert not isinstance(chunk, bool)
             last_output = time.monotonic()
             (out if chunk[0] == 1 else err).feed(chunk[1])
-        code_text = out.after.strip()
+        code_text = (out.line or b"").strip()
         code = int(code_text) if code_text.isdigit() else None
         return ShellResult(
             exit_code=None if timed_out else code,
@@ -375,6 +379,13 @@ class PersistentShell:
                 err.feed(chunk[1])
         await self._stream.write(payload)
         out.feed(asked[len(go) :])
+
+    async def retire(self) -> None:
+        """Close the shell for good: a caller that holds it and waits to send a command gets
+        ``SandboxStateError`` instead of opening it again (in a sandbox its session may have
+        left, or a suspend froze)."""
+        self.broken = True
+        await self.close()
 
     async def close(self) -> None:
         if self._started is not None:

@@ -4,7 +4,7 @@ functions that frame a session's command (``__sl_run``) and a program of the ser
 
 from __future__ import annotations
 
-from sandlot.runtime.scripts import HELPER_PATH, HELPER_UNSET
+from sandlot.runtime.scripts import BYTE_COPY, HELPER_PATH, HELPER_UNSET
 
 __all__ = ["BIND", "BOOT", "ONE_SHOT", "SPOOL_FAILED"]
 
@@ -15,7 +15,7 @@ __all__ = ["BIND", "BOOT", "ONE_SHOT", "SPOOL_FAILED"]
 # __sl_do TOKEN FILE COUNT PROGRAM ARGS... runs a program of the service's with the helper PATH
 # and none of a session's state; its input is /dev/null (COUNT empty) or COUNT bytes that
 # follow in the shell's own input. Those are sent only once the shell said "go TOKEN": the
-# shell then holds nothing of them in its input buffer, and `head -c` takes exactly them into
+# shell then holds nothing of them in its input buffer, and `__sl_take` takes exactly them into
 # FILE (a spool on the state tmpfs) before the program starts, so a program that reads less,
 # fails or hangs can never leave any for the shell to read as commands. MODE "own" runs it with
 # this shell's environment (the sandbox's own: a tenant's one-shot command, ONE_SHOT) rather
@@ -23,7 +23,8 @@ __all__ = ["BIND", "BOOT", "ONE_SHOT", "SPOOL_FAILED"]
 # ("in"), and `setsid`, `mkfifo` and `sleep` for ONE_SHOT ("x"; `$__sl_ss` is setsid).
 _HELPER = "PATH=@PATH@; export PATH; unset @UNSET@ TRACEPARENT"
 BOOT = (
-    r"""__sl_run() {
+    BYTE_COPY
+    + r"""__sl_run() {
   (
     if [ -r "$__sl_S/env" ]; then . "$__sl_S/env"; cd "$__SL_CWD" 2>/dev/null; fi
     if [ -n "$3" ]; then export TRACEPARENT="$3"; else unset TRACEPARENT; fi
@@ -38,7 +39,7 @@ __sl_do() {
     printf 'go %s\n' "$__sl_t"; __sl_f=$__sl_s
     (
       @HELPER@; [ -d "${__sl_s%/*}" ] || mkdir -p "${__sl_s%/*}" 2>/dev/null; rm -f "$__sl_s"
-      head -c "$__sl_n" | { cat > "$__sl_s" || { cat > /dev/null; exit 1; }; }
+      __sl_take "$__sl_n" | { cat > "$__sl_s" || { cat > /dev/null; exit 1; }; }
     ) || __sl_f=
   fi
   if [ -z "$__sl_f" ]; then
@@ -57,6 +58,7 @@ __sl_end() {
   printf '\n%s\n' "$1" >&2
 }
 read -r __sl_pid __sl_rest < /proc/self/stat
+unset __sl_dd; if (@HELPER@; __sl_dd_ok); then __sl_dd=0; else __sl_dd=1; fi
 __sl_can=; if ( @HELPER@; command -v head && command -v cat ) >/dev/null 2>&1; then __sl_can=in; fi
 if __sl_ss=$( (@HELPER@; command -v mkfifo && command -v sleep && command -v setsid) 2>/dev/null)
 then __sl_ss=${__sl_ss##*"

@@ -7,6 +7,8 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 
+from sandlot.domain.errors import Conflict
+from sandlot.domain.status import SESSION_SUSPENDED
 from sandlot.observability.metrics import Metrics
 from sandlot.runtime.base import ProcessStream, SandboxRuntime
 from sandlot.runtime.shell import PersistentShell
@@ -28,16 +30,44 @@ class ShellManager:
         self._warm: dict[str, PersistentShell] = {}  # by sandbox id, not yet a session's
         self._launchers: dict[str, PersistentShell] = {}  # by session id (see runtime/launcher.py)
         self._tasks: set[asyncio.Task[None]] = set()
+        # sessions a suspend here parked: no shell opens for them (True while it is under way)
+        self._parked: dict[str, bool] = {}
 
     def alive(self, session_id: str) -> bool:
         """Whether this process holds a working shell for the session. Ending a session (reset)
         or losing its sandbox kills that shell, so while it lives the session owns its sandbox."""
         shell = self._shells.get(session_id)
-        return shell is not None and shell.attached and not shell.broken
+        return shell is not None and shell.attached and not shell.broken and session_id not in self._parked
+
+    async def park(self, session_id: str) -> None:
+        """Close the session's shells and open none for it while it is suspended here: a call
+        still on its way when the session is suspended must not start a process the freeze
+        missed. Lifted by :meth:`unpark` (the suspend failed, or a resume here), or once the
+        suspend is over (:meth:`parked_until_seen`) by :meth:`seen` (the store shows it resumed
+        or ended, perhaps by another process)."""
+        self._parked[session_id] = True
+        await self.close(session_id, unpark=False)
+
+    def parked_until_seen(self, session_id: str) -> None:
+        if session_id in self._parked:
+            self._parked[session_id] = False
+
+    def unpark(self, session_id: str) -> None:
+        self._parked.pop(session_id, None)
+
+    def seen(self, session_id: str, status: str) -> None:
+        """The store shows the session in ``status``."""
+        if status != SESSION_SUSPENDED and self._parked.get(session_id) is False:
+            del self._parked[session_id]
+
+    def _open_for(self, session_id: str) -> None:
+        if session_id in self._parked:
+            raise Conflict(f"session {session_id} is suspended", status="suspended")
 
     def get(self, session_id: str, ref: str, sandbox_id: str | None = None) -> PersistentShell:
         """The session's shell: the one it has, else the one opened while its sandbox
         (``sandbox_id``) waited in the pool, else a new one that attaches on first use."""
+        self._open_for(session_id)
         shell = self._shells.get(session_id)
         if shell is None or shell.broken:
             warm = self._warm.pop(sandbox_id, None) if sandbox_id else None
@@ -54,6 +84,7 @@ class ShellManager:
     def launcher(self, session_id: str, ref: str) -> PersistentShell:
         """The shell the session's one-shot commands run from (opened by the first of them,
         closed with the session's own; see :mod:`sandlot.runtime.launcher`)."""
+        self._open_for(session_id)
         shell = self._launchers.get(session_id)
         if shell is None or shell.ended or shell.ref != ref:
             if shell is not None:
@@ -126,11 +157,13 @@ class ShellManager:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str, *, unpark: bool = True) -> None:
+        if unpark:
+            self._parked.pop(session_id, None)
         for shells in (self._shells, self._launchers):
             shell = shells.pop(session_id, None)
             if shell is not None:
-                await shell.close()
+                await shell.retire()  # a caller still holding it must not open it again
 
     async def close_all(self) -> None:
         for key in {*self._shells, *self._launchers}:

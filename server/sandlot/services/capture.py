@@ -143,6 +143,8 @@ class WorkspaceCapture:
             read = await self._read(watched(), known)
         except (InvalidInput, PayloadTooLarge):
             return None
+        finally:
+            await _close(source)  # an export left half-read holds its exec open until collected
         kinds = {e.name: e.kind for e in wanted}
         if not ended or {i.name: i.kind for i in read.items} != kinds:
             await self.discard(read.staged.values())

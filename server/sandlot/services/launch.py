@@ -10,6 +10,7 @@ on the way shuts the sandbox down and ends the session, so neither outlives it. 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import re
@@ -19,7 +20,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import InvalidInput, NotFound
+from sandlot.domain.errors import InvalidInput, NoCapacity, NotFound
 from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
 from sandlot.domain.status import SandboxStatus as S
 from sandlot.features.base import SessionContext
@@ -40,6 +41,8 @@ log = logging.getLogger(__name__)
 
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _SERVICE_PREFIX = "ses"
+#: How long a start waits for pool members on their way to ready when the pool is full.
+_COMING_WAIT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +148,7 @@ class SessionLauncher:
         warm = box is not None
         try:
             if box is None:
-                box = await self._pools.create_for(env, row.image, sid)
-                box = await self._enter(row, box)
+                box, warm = await self._on_demand(env, row)
             async with self._reads() as session:
                 # counted again with this one recorded: of concurrent starts, none passes it
                 await check_sessions(session, env.tenant_id, starting=0)
@@ -155,6 +157,24 @@ class SessionLauncher:
             await self._abandon(sid, box, exc)
             raise
         return warm
+
+    async def _on_demand(self, env: Environment, row: Session) -> tuple[Sandbox, bool]:
+        """A sandbox created for the session; or, when the pool is full only because members
+        are still on their way to ready (a refill, a reset), the first of them that is, claimed
+        as the warm path does, rather than a 503 (at most ``_COMING_WAIT`` s, then the pool's
+        own 503). Returns it and whether it came from the pool."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _COMING_WAIT
+        while True:
+            try:
+                return await self._enter(row, await self._pools.create_for(env, row.image, row.id)), False
+            except NoCapacity:
+                if loop.time() > deadline or not await self._pools.coming(env, row.image):
+                    raise
+            await asyncio.sleep(0.1)
+            box, _ = await self._pools.claim(env, row.image, row, f"session {row.id} started")
+            if box is not None:
+                return box, True
 
     async def _enter(self, row: Session, box: Sandbox) -> Sandbox:
         """Record the session on its on-demand sandbox and move that sandbox into the session

@@ -66,7 +66,10 @@ class TapReader:
         self._wake.set()
 
     def drop(self) -> None:
+        """Let go of what it holds (the caller joins again from where it is) and close."""
         self.overflowed = True
+        self._pieces.clear()
+        self._held = 0
         self.close()
 
     def close(self) -> None:
@@ -109,7 +112,9 @@ class OutputTap:
     """The relayed output of one process, from offset 0, and its last pieces (at most
     ``keep`` bytes, and only while the shared budget allows). ``complete`` once the relay ended
     cleanly (the process is then over, unless someone in the sandbox killed the relay: readers
-    look before they trust it); an engine error ends it without ``complete``."""
+    look before they trust it); an engine error ends it without ``complete``, and so does a
+    relay that carries more than ``cap`` bytes (the sandbox user can write into the stream:
+    past what the process may keep, it is not read any further)."""
 
     def __init__(
         self,
@@ -118,9 +123,11 @@ class OutputTap:
         on_over: Callable[[], object],
         keep: int,
         budget: Budget,
+        cap: int,
         stall: float = 2.0,
     ) -> None:
         self.offset = 0
+        self._cap = cap
         self.over = False
         self.complete = False
         self._readers: set[TapReader] = set()
@@ -192,6 +199,9 @@ class OutputTap:
             while (chunk := await self._stream.read()) is not None:
                 if chunk[0] == 1:
                     self._push(chunk[1])
+                    if self.offset > self._cap:
+                        log.info("a process's relayed output passed its cap; readers read it stored")
+                        return
                     await self._paced()
             self.complete = True
         except SandlotError as exc:
@@ -218,24 +228,45 @@ class OutputTap:
 
 class OutputTaps:
     """This process's taps by process id; a tap leaves once its process is over. Each keeps
-    at most ``keep`` bytes of history, all of them together at most ``budget``."""
+    at most ``keep`` bytes of history, all of them together at most ``budget``; at most
+    ``per_session`` taps a session and ``most`` in all (each holds an exec stream open for its
+    process's life: past that, processes start without one)."""
 
-    def __init__(self, keep: int = 8 << 20, budget: int = 64 << 20) -> None:
-        self._taps: dict[str, OutputTap] = {}
+    def __init__(
+        self, keep: int = 8 << 20, budget: int = 64 << 20, per_session: int = 16, most: int = 256
+    ) -> None:
+        self._taps: dict[str, tuple[str, OutputTap]] = {}
         self._keep = keep
         self._budget = Budget(budget)
+        self._per_session = per_session
+        self._most = most
 
-    def add(self, process_id: str, stream: ProcessStream, first: bytes) -> OutputTap:
-        tap = OutputTap(stream, first, lambda: self._taps.pop(process_id, None), self._keep, self._budget)
-        self._taps[process_id] = tap
+    def has_room(self, session_id: str) -> bool:
+        mine = sum(1 for owner, _ in self._taps.values() if owner == session_id)
+        return len(self._taps) < self._most and mine < self._per_session
+
+    def add(
+        self,
+        process_id: str,
+        stream: ProcessStream,
+        first: bytes,
+        *,
+        session_id: str = "",
+        cap: int = 1 << 62,
+    ) -> OutputTap:
+        tap = OutputTap(
+            stream, first, lambda: self._taps.pop(process_id, None), self._keep, self._budget, cap
+        )
+        self._taps[process_id] = (session_id, tap)
         return tap
 
     def get(self, process_id: str) -> OutputTap | None:
-        return self._taps.get(process_id)
+        found = self._taps.get(process_id)
+        return found[1] if found else None
 
     async def close_all(self) -> None:
         """At shutdown: stop reading (the engine drops what the relays write from then on; the
         processes go on, their output kept in the sandbox)."""
-        taps, self._taps = list(self._taps.values()), {}
+        taps, self._taps = [tap for _, tap in self._taps.values()], {}
         for tap in taps:
             await tap.close()

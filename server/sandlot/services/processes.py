@@ -25,10 +25,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlmodel import col, select
 
 from sandlot.domain.env import validate_env
-from sandlot.domain.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, SandboxStateError
+from sandlot.domain.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    SandboxStateError,
+)
 from sandlot.domain.paths import resolve_cwd
 from sandlot.observability.tracing import current_traceparent, span
-from sandlot.runtime.base import ExecRequest, ProcessStream, SandboxRuntime
+from sandlot.runtime.base import ExecRequest, SandboxRuntime
 from sandlot.runtime.bridge import as_ready
 from sandlot.runtime.process_scripts import (
     PROC_FOLLOW,
@@ -41,6 +47,7 @@ from sandlot.runtime.process_scripts import (
 from sandlot.services.accounts import Principal
 from sandlot.services.assets import resolve_placeholders
 from sandlot.services.output_taps import OutputTap, OutputTaps
+from sandlot.services.process_start import StartGate, first_line, number, started_pid
 from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
 from sandlot.store.tables import Process, Sandbox
@@ -76,27 +83,6 @@ _STDIN_REFUSED = {
 }
 
 
-async def _first_line(stream: ProcessStream) -> tuple[bytes, bytes]:
-    """The first line of a stream's stdout (stripped) and what came after it in its piece."""
-    head = b""
-    while (chunk := await stream.read()) is not None:
-        if chunk[0] == 1:
-            head += chunk[1]
-            if b"\n" in head:
-                line, _, rest = head.partition(b"\n")
-                return line.strip(), rest
-    return head.strip(), b""
-
-
-def _number(text: str) -> int | None:
-    """An integer a column can hold, from text a sandbox wrote (None when it is not one)."""
-    text = text.strip()
-    if not text.lstrip("-").isdigit() or len(text) > 12:
-        return None
-    value = int(text)
-    return value if -(1 << 31) <= value < 1 << 31 else None
-
-
 class ProcessService:
     def __init__(
         self,
@@ -104,7 +90,9 @@ class ProcessService:
         session_service: SessionService,
         runtime: SandboxRuntime,
         settings: Settings,
+        gate: StartGate,
     ) -> None:
+        self._gate = gate
         self._sessions = sessions
         self._session_service = session_service
         self._runtime = runtime
@@ -112,9 +100,11 @@ class ProcessService:
         self._live = settings.process_live_relay and runtime.relays_output
         self.taps = OutputTaps()
 
-    def _dir(self, box: Sandbox, process_id: str) -> str:
+    def _dir(self, box: Sandbox, row: Process) -> str:
+        """The process's directory in its sandbox: the one recorded when it started, or where
+        versions that did not record it kept it (on the state tmpfs)."""
         assert box.runtime_ref is not None
-        return f"{self._runtime.state_dir(box.runtime_ref)}/proc/{process_id}"
+        return row.dir or f"{self._runtime.state_dir(box.runtime_ref)}/proc/{row.id}"
 
     async def _sh(
         self,
@@ -153,44 +143,40 @@ class ProcessService:
             raise InvalidInput("command must be a non-empty string without NUL bytes", field="command")
         env = dict(env or {})
         validate_env(env)
-        sess, box = await self._session_service.sandbox_of(principal, session_id)
-        command = resolve_placeholders(command, sess.state.get("assets") or {})
-        row = Process(tenant_id=sess.tenant_id, session_id=sess.id, sandbox_id=box.id, command=command)
-        traceparent = current_traceparent()
-        if traceparent:
-            env.setdefault("TRACEPARENT", traceparent)
-        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
-        assert box.runtime_ref is not None
-        argv = ["/bin/sh", "-c", PROC_START, "sh", self._dir(box, row.id)]
-        argv += [str(self._settings.process_output_limit), exports + command]
-        argv += [resolve_cwd(box.workspace, cwd) or box.workspace, "tty" if tty else "stdin" if stdin else ""]
-        with span("process.start", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
-            # a process of its own: the command gets the sandbox's environment, not our PATH
-            if self._live:
-                pid = await self._start_live(box, row.id, [*argv, "live"])
-            else:
-                res = await self._runtime.exec(box.runtime_ref, ExecRequest(argv, timeout=_QUICK))
-                pid = res.stdout.strip() if res.exit_code in (0, 4) else b"!%d" % (res.exit_code or -1)
-        if tty and pid == b"!4":
-            raise InvalidInput(
-                "this sandbox cannot give a process a terminal (its image has no util-linux "
-                "`script`); start it with stdin instead",
-                field="tty",
-            )
-        if not pid.isdigit():
-            raise SandboxStateError(f"could not start the process: {pid[-300:]!r}")
-        row.pid = int(pid)
-        async with self._sessions.begin() as session:
-            session.add(row)
-        return row
+        async with self._gate.enter(principal, session_id) as (sess, box):  # never beside a suspend
+            command = resolve_placeholders(command, sess.state.get("assets") or {})
+            assert box.runtime_ref is not None
+            row = Process(tenant_id=sess.tenant_id, session_id=sess.id, sandbox_id=box.id, command=command)
+            row.dir = f"{self._runtime.process_dir(box.runtime_ref)}/{row.id}"
+            traceparent = current_traceparent()
+            if traceparent:
+                env.setdefault("TRACEPARENT", traceparent)
+            exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in env.items())
+            argv = ["/bin/sh", "-c", PROC_START, "sh", self._dir(box, row)]
+            argv += [str(self._settings.process_output_limit), exports + command]
+            argv += [
+                resolve_cwd(box.workspace, cwd) or box.workspace,
+                "tty" if tty else "stdin" if stdin else "",
+            ]
+            with span("process.start", tenant=sess.tenant_id, session=sess.id, sandbox=box.id):
+                # a process of its own: the command gets the sandbox's environment, not our PATH
+                if self._live and self.taps.has_room(sess.id):
+                    pid = await self._start_live(box, row.id, sess.id, [*argv, "live"])
+                else:
+                    res = await self._runtime.exec(box.runtime_ref, ExecRequest(argv, timeout=_QUICK))
+                    pid = res.stdout.strip() if res.exit_code in (0, 4) else b"!%d" % (res.exit_code or -1)
+            row.pid = started_pid(pid, tty=tty)
+            async with self._sessions.begin() as session:
+                session.add(row)
+            return row
 
-    async def _start_live(self, box: Sandbox, process_id: str, argv: list[str]) -> bytes:
+    async def _start_live(self, box: Sandbox, process_id: str, session_id: str, argv: list[str]) -> bytes:
         """Start through an attached exec that stays to relay the output to a tap; returns
         the first line it printed (the pid, or ``!CODE``)."""
         assert box.runtime_ref is not None
         stream = await self._runtime.open_process(box.runtime_ref, argv)
         try:
-            line, rest = await asyncio.wait_for(_first_line(stream), _QUICK)
+            line, rest = await asyncio.wait_for(first_line(stream), _QUICK)
         except TimeoutError:
             await stream.close()
             return b"!timeout"
@@ -198,7 +184,8 @@ class ProcessService:
             await stream.close()
             raise
         if line.isdigit():
-            self.taps.add(process_id, stream, rest)
+            cap = self._settings.process_output_limit + _STORED_READ  # what it may keep, and slack
+            self.taps.add(process_id, stream, rest, session_id=session_id, cap=cap)
         else:
             await stream.close()
         return line
@@ -215,14 +202,14 @@ class ProcessService:
         """Read the process's state from the sandbox and store what changed."""
         if row.status != RUNNING:
             return row
-        code, out = await self._sh(box, PROC_STATUS, self._dir(box, row.id))
+        code, out = await self._sh(box, PROC_STATUS, self._dir(box, row))
         lines = out.decode(errors="replace").split("\n")
         if code != 0 or len(lines) < 4:
             raise SandboxStateError(f"could not read the process's status (exit {code})")
         # every figure here was written inside the sandbox: numbers in range, or nothing
-        rc, alive, size = _number(lines[0]), lines[1].strip() == "1", _number(lines[2])
+        rc, alive, size = number(lines[0]), lines[1].strip() == "1", number(lines[2])
         ticks_text, _, peak_text = lines[3].partition(" ")
-        ticks, peak = _number(ticks_text), _number(peak_text)
+        ticks, peak = number(ticks_text), number(peak_text)
         row.output_bytes = size if size is not None and size >= 0 else row.output_bytes
         if alive and ticks:
             row.cpu_seconds = ticks / _CLOCK_TICKS
@@ -261,7 +248,7 @@ class ProcessService:
         row, box = await self._row(principal, session_id, process_id)
         if row.status == RUNNING and row.pid:
             with span("process.kill", session=session_id, sandbox=box.id):
-                await self._sh(box, PROC_KILL, self._dir(box, row.id), str(row.pid))
+                await self._sh(box, PROC_KILL, self._dir(box, row), str(row.pid))
         return await self._refresh(row, box)
 
     async def write(
@@ -276,7 +263,7 @@ class ProcessService:
         row, box = await self._row(principal, session_id, process_id)
         with span("process.stdin", session=session_id, sandbox=box.id):
             code, out = await self._sh(
-                box, PROC_STDIN, self._dir(box, row.id), "1" if eof else "0", stdin=data, timeout=_STDIN_WAIT
+                box, PROC_STDIN, self._dir(box, row), "1" if eof else "0", stdin=data, timeout=_STDIN_WAIT
             )
         if code is None:
             raise Conflict("the process did not read its stdin in time; part of the input may have gone in")
@@ -292,9 +279,7 @@ class ProcessService:
     ) -> tuple[bytes, Process]:
         row, box = await self._row(principal, session_id, process_id)
         row = await self._refresh(row, box)
-        code, data = await self._sh(
-            box, PROC_READ, self._dir(box, row.id), str(offset), str(limit), limit=limit
-        )
+        code, data = await self._sh(box, PROC_READ, self._dir(box, row), str(offset), str(limit), limit=limit)
         if code != 0:
             raise SandboxStateError(f"could not read the process's output (exit {code})")
         return data, row
@@ -351,9 +336,7 @@ class ProcessService:
         program in the sandbox's channel, in pieces of a frame."""
         while pos < end:
             want = min(end - pos, _STORED_READ)
-            code, data = await self._sh(
-                box, PROC_READ, self._dir(box, row.id), str(pos), str(want), limit=want
-            )
+            code, data = await self._sh(box, PROC_READ, self._dir(box, row), str(pos), str(want), limit=want)
             if code != 0:
                 raise SandboxStateError(f"could not read the process's output (exit {code})")
             if not data:
@@ -372,7 +355,7 @@ class ProcessService:
             return
         assert box.runtime_ref is not None
         stream = await self._runtime.open_process(
-            box.runtime_ref, ["/bin/sh", "-c", PROC_FOLLOW, "sh", self._dir(box, row.id), str(offset)]
+            box.runtime_ref, ["/bin/sh", "-c", PROC_FOLLOW, "sh", self._dir(box, row), str(offset)]
         )
 
         async def stdout() -> AsyncIterator[bytes]:

@@ -200,6 +200,7 @@ class Process(SQLModel, table=True):
     sandbox_id: str = Field(max_length=32)
     command: str = Field(max_length=8000)
     pid: int | None = None
+    dir: str | None = Field(default=None, max_length=300)  # None: started by an older version
     status: str = Field(default="running", max_length=20)
     exit_code: int | None = None
     output_bytes: int = 0

@@ -418,7 +418,7 @@ async def test_odd_names_times_and_numbers_from_a_sandbox_are_never_a_500(api: A
         await api.client.post(f"/v1/sessions/{sid}/processes", json={"command": "true"}, headers=api.h)
     ).json()
     await asyncio.sleep(0.5)
-    await api.sh(sid, f"echo 99999999999999999999999 > /dev/shm/.sandlot/proc/{proc['id']}/rc")
+    await api.sh(sid, f"echo 99999999999999999999999 > /tmp/.sandlot/proc/{proc['id']}/rc")
     got = await api.client.get(f"/v1/sessions/{sid}/processes/{proc['id']}", headers=api.h)
     assert got.status_code == 200, got.text
 

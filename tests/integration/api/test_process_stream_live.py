@@ -150,13 +150,14 @@ async def test_the_live_reader_waits_on_the_file_instead_of_polling_it(live: Liv
     sid = await python_session(live)
     proc = await start(live, api, sid, "sleep 30", "elsewhere")
     async with websockets.connect(live.ws_url(sid, proc["id"], 0), additional_headers=live.h) as ws:
-        seen = ""
+        seen, follower = "", []
         for _ in range(300):  # a loaded machine can take seconds
             seen = await processes(live, sid)
-            if "--pid=" in seen:
+            # (the follower script's own text names --pid= too: only tail's line counts)
+            follower = [line for line in seen.splitlines() if line.startswith("tail ") and " -f " in line]
+            if follower:
                 break
             await asyncio.sleep(0.1)
-        follower = [line for line in seen.splitlines() if line.startswith("tail ") and " -f " in line]
         assert follower and "--pid=" in follower[0], seen
         assert "sleep 0.02" not in [line.strip() for line in seen.splitlines()]  # no size-polling loop
         await ws.close()
@@ -238,9 +239,11 @@ async def test_a_reader_that_stops_reading_holds_the_process_up_only_briefly(
     await live.http.aclose()
 
 
-async def test_a_relay_killed_in_the_sandbox_costs_the_reader_nothing(live: Live) -> None:
-    """The sandbox user may kill the relay of a process's output: the process goes on writing
-    its file, and the reader is handed over to the stored output without losing a byte."""
+@pytest.mark.parametrize("victim", ['"dd bs=65536"*', '*"start() {"*'])
+async def test_a_relay_killed_in_the_sandbox_costs_the_reader_nothing(live: Live, victim: str) -> None:
+    """The sandbox user may kill the relay of a process's output (its ``dd``) or the start
+    script that keeps the relay's stream open: the process goes on writing its file, and the
+    reader is handed over to the stored output without losing a byte."""
     sid = await python_session(live)
     proc = await live.start(sid, COMMAND)
     received = bytearray()
@@ -249,7 +252,7 @@ async def test_a_relay_killed_in_the_sandbox_costs_the_reader_nothing(live: Live
     ) as ws:
         while len(received) < FIRST_BYTES:  # the first burst, then the pause
             received += await ws.recv()  # type: ignore[arg-type]
-        relay = "case $(readlink $p/fd/0) in */live) kill ${p#/proc/}; echo k;; esac"
+        relay = f"case \"$(tr '\\0' ' ' < $p/cmdline)\" in {victim}) kill ${{p#/proc/}}; echo k;; esac"
         killed = await live.sh(sid, f"for p in /proc/[0-9]*; do {relay}; done")
         assert "k" in killed
         async for message in ws:
@@ -259,3 +262,22 @@ async def test_a_relay_killed_in_the_sandbox_costs_the_reader_nothing(live: Live
             received += message
     assert final["exit_code"] == 0 and final["offset"] == len(EXPECTED)
     assert bytes(received) == EXPECTED
+
+
+async def test_bytes_written_into_the_relay_from_the_sandbox_are_bounded(live: Live) -> None:
+    """The sandbox user can write into a process's relay (``/proc/<leader>/fd/9``): the
+    server reads no more of it than the process may keep, and the reader still gets the end."""
+    sid = await python_session(live, "sandlot/busybox:latest")
+    inject = "sid=$(cut -d' ' -f6 /proc/self/stat); head -c 20000000 /dev/zero > /proc/$sid/fd/9; echo done"
+    proc = await live.start(sid, inject)
+    got = 0
+    async with websockets.connect(
+        live.ws_url(sid, proc["id"], 0), additional_headers=live.h, max_size=None
+    ) as ws:
+        async for message in ws:
+            if isinstance(message, str):
+                assert json.loads(message)["type"] == "exit"
+                break
+            got += len(message)
+    assert got <= 3 << 20  # the live server keeps 1 MiB of output, and reads 1 MiB past that
+    assert (await live.sh(sid, "echo still here")) == "still here\n"

@@ -10,6 +10,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 
+import asyncpg
 import httpx
 import pytest
 import websockets
@@ -114,6 +115,65 @@ async def test_output_is_capped_but_the_process_carries_on(live: Live) -> None:
     done = await live.wait_done(sid, proc["id"])
     assert done["status"] == "exited" and done["exit_code"] == 0
     assert done["output_bytes"] == 1 << 20
+
+
+async def test_processes_keep_their_output_on_disk_not_on_the_small_state_tmpfs(live: Live) -> None:
+    """A session that fills /dev/shm (64 MB, where the shell keeps its state) still runs
+    background processes whose output is kept whole: outputs are on the sandbox's disk. On the
+    state tmpfs two verbose processes filled it, after which no process started and a relayed
+    stream carried the start script's own ``!5`` as output."""
+    sid = await live.session()
+    await live.sh(sid, "head -c 66000000 /dev/zero > /dev/shm/mine 2>/dev/null; true")
+    for _ in range(2):
+        proc = await live.start(sid, "head -c 900000 /dev/zero | tr '\\0' x; exit 3")
+        received = bytearray()
+        async with websockets.connect(
+            live.ws_url(sid, proc["id"], 0), additional_headers=live.h, max_size=None
+        ) as ws:
+            async for message in ws:
+                if isinstance(message, str):
+                    final = json.loads(message)
+                    break
+                received += message
+        assert bytes(received) == b"x" * 900000
+        assert final["status"] == "exited" and final["exit_code"] == 3, final
+        done = await live.wait_done(sid, proc["id"])
+        assert done["exit_code"] == 3 and done["output_bytes"] == 900000
+
+
+async def test_a_process_an_older_version_started_is_still_found(live: Live, pg_url: str) -> None:
+    """Rows from before processes recorded their directory (``dir`` NULL) are looked for where
+    older versions kept them, on the state tmpfs."""
+    sid = await live.session()
+    proc = await live.start(sid, "printf old-place; exit 5")
+    await live.wait_done(sid, proc["id"])
+    await live.sh(
+        sid, f"mkdir -p /dev/shm/.sandlot/proc && mv /tmp/.sandlot/proc/{proc['id']} /dev/shm/.sandlot/proc/"
+    )
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute("UPDATE processes SET dir = NULL, status = 'running' WHERE id = $1", proc["id"])
+    finally:
+        await conn.close()
+    done = await live.wait_done(sid, proc["id"])
+    assert (done["status"], done["exit_code"], done["output_bytes"]) == ("exited", 5, 9)
+    out = await live.http.get(f"/v1/sessions/{sid}/processes/{proc['id']}/output")
+    assert out.content == b"old-place"
+
+
+async def test_a_process_started_on_a_full_disk_is_507(live: Live) -> None:
+    name = f"small-{secrets.token_hex(3)}"
+    env = await live.http.post(
+        "/v1/environments", json={"name": name, "images": ["sandlot/busybox:latest"], "disk_mb": 64}
+    )
+    assert env.status_code == 201, env.text
+    sid = (await live.http.post("/v1/sessions", json={"environment": name})).json()["id"]
+    await live.sh(sid, "head -c 100000000 /dev/zero > /workspace/fill 2>/dev/null; true")
+    resp = await live.http.post(f"/v1/sessions/{sid}/processes", json={"command": "echo hi"})
+    assert resp.status_code == 507 and resp.json()["code"] == "disk_full", resp.text
+    await live.sh(sid, "rm /workspace/fill")
+    proc = await live.start(sid, "echo hi")  # room again: it starts
+    assert (await live.wait_done(sid, proc["id"]))["exit_code"] == 0
 
 
 async def test_killing_a_process_leaves_none_of_its_children(live: Live) -> None:

@@ -55,11 +55,13 @@ async def test_a_frozen_sandbox_stands_still_and_goes_on_after_the_thaw(
     await sh(rt, ref, "(while :; do echo x >> /tmp/ticks; sleep 0.05; done) >/dev/null 2>&1 &")
     await sh(rt, ref, "sleep 600 >/dev/null 2>&1 & echo $! > /tmp/held; kill -STOP $!")
     await asyncio.sleep(0.3)
-    await rt.pause(ref)
+    stopped = await rt.pause(ref)
+    held = int((await sh(rt, ref, "cat /tmp/held")).strip())
+    assert held in stopped  # the service keeps them: nothing in the sandbox says what to leave
     before = await sh(rt, ref, "wc -c < /tmp/ticks")  # a process of ours still starts
     await asyncio.sleep(0.5)
     assert await sh(rt, ref, "wc -c < /tmp/ticks") == before
-    await rt.unpause(ref)
+    await rt.unpause(ref, stopped)
     await asyncio.sleep(0.5)
     assert int(await sh(rt, ref, "wc -c < /tmp/ticks")) > int(before)
     # stopped by its own session before the freeze: the thaw leaves it so

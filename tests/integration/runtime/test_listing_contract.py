@@ -3,11 +3,19 @@ as :mod:`test_contract`): the pieces incremental snapshots are made of."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import secrets
 import tarfile
+from typing import NoReturn
+
+import pytest
 
 from sandlot.domain.errors import InvalidInput
-from sandlot.runtime.base import ExecRequest, SandboxRuntime
+from sandlot.runtime.base import LABEL_SANDBOX, ExecRequest, SandboxRuntime, SandboxSpec
+from sandlot.runtime.channels import INLINE_MAX
+from sandlot.runtime.docker import DockerRuntime
+from tests.conftest import BUSYBOX
 from tests.integration.runtime.test_contract import WS, ref, runtime  # noqa: F401 (fixtures)
 
 WEIRD = "new\nline \udcff"
@@ -69,3 +77,56 @@ async def test_exporting_named_entries_gives_those_alone(runtime: SandboxRuntime
         return  # the stream failed: the caller reads the whole workspace instead
     with tarfile.open(fileobj=io.BytesIO(data), mode="r|", ignore_zeros=True) as tar:
         assert "gone" not in {m.name.removeprefix("./") for m in tar}
+
+
+async def test_an_export_too_large_to_come_back_whole_is_streamed(
+    runtime: SandboxRuntime,  # noqa: F811
+    ref: str,  # noqa: F811
+) -> None:
+    """On a runtime with a shell on the sandbox the listing and a small export come through
+    it; an export larger than a program may give back whole goes through a process of its own
+    and is as exact."""
+    size = INLINE_MAX + (1 << 20)
+    await sh(runtime, ref, f"head -c {size} /dev/urandom > big; echo small > s; md5sum big > sum")
+    async with runtime.scan_workspace(ref, WS) as scan:
+        assert scan.listing is not None
+        assert {e.name: e.size for e in scan.listing}["big"] == size
+        data = b"".join([c async for c in scan.export(["big", "s"])])
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r|", ignore_zeros=True) as tar:
+        members = {}
+        for m in tar:
+            handle = tar.extractfile(m)
+            assert handle is not None
+            members[m.name.removeprefix("./")] = handle.read()
+    assert members["s"] == b"small\n" and len(members["big"]) == size
+    res = await runtime.exec(ref, ExecRequest("cat sum", cwd=WS))
+    assert hashlib.md5(members["big"]).hexdigest() == res.stdout.split()[0].decode()
+
+
+async def test_in_a_sandboxs_idle_shell_a_small_scan_needs_no_exec(
+    channel_runtime: DockerRuntime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing and an export that fits come through the shell this process holds on the
+    sandbox: no docker exec (they cost ~60 ms each of a suspend)."""
+    rt = channel_runtime
+    sandbox_id = f"sbx_{secrets.token_hex(8)}"
+    box = await rt.create(SandboxSpec(sandbox_id, "ten_test", BUSYBOX, labels={LABEL_SANDBOX: sandbox_id}))
+    shells = rt.test_shells  # type: ignore[attr-defined]
+    try:
+        await shells.warm(sandbox_id, box)
+        await sh(rt, box, "mkdir d; echo one > d/a; ln -s d/a l")
+
+        async def no_exec(*args: object, **kwargs: object) -> NoReturn:
+            raise AssertionError("a docker exec was made")
+
+        with monkeypatch.context() as m:
+            m.setattr(DockerRuntime, "attach", no_exec)
+            m.setattr(DockerRuntime, "run_quick", no_exec)
+            async with rt.scan_workspace(box, WS) as scan:
+                assert {e.name for e in scan.listing or []} == {"d", "d/a", "l"}
+                data = b"".join([c async for c in scan.export(["d/a"])])
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r|", ignore_zeros=True) as tar:
+            assert [m.name.removeprefix("./") for m in tar] == ["d/a"]
+    finally:
+        await shells.drop_warm(sandbox_id)
+        await rt.remove(box)

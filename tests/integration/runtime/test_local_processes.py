@@ -115,7 +115,7 @@ def test_a_command_holds_no_descriptor_but_its_stdio(loop: str, local_root: Path
 @pytest.mark.usefixtures("no_reaper")
 def test_a_background_process_starts_at_once_runs_on_and_is_killed(loop: str, local_root: Path) -> None:
     async def body(runtime: LocalRuntime, ref: str) -> None:
-        d = f"{runtime.state_dir(ref)}/proc/p1"
+        d = f"{runtime.process_dir(ref)}/p1"
         began = time.monotonic()
         code, pid = await sh(runtime, ref, PROC_START, d, "100000", "echo up; sleep 30", "/workspace")
         assert code == 0 and pid.strip().isdigit(), (code, pid)
@@ -136,7 +136,7 @@ def test_a_background_process_starts_at_once_runs_on_and_is_killed(loop: str, lo
 @LOOPS
 def test_a_followed_process_streams_live_until_it_exits(loop: str, local_root: Path) -> None:
     async def body(runtime: LocalRuntime, ref: str) -> None:
-        d = f"{runtime.state_dir(ref)}/proc/p2"
+        d = f"{runtime.process_dir(ref)}/p2"
         code, _ = await sh(runtime, ref, PROC_START, d, "100000", "echo a; sleep 2; echo b", "/workspace")
         assert code == 0
         began = time.monotonic()

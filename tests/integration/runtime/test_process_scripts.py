@@ -14,6 +14,7 @@ import pytest
 
 from sandlot.runtime.base import LABEL_SANDBOX, ExecRequest, SandboxRuntime, SandboxSpec
 from sandlot.runtime.process_scripts import PROC_READ, PROC_START, PROC_STDIN
+from sandlot.runtime.scripts import BYTE_COPY
 from tests.conftest import BUSYBOX
 
 pytestmark = pytest.mark.timeout(90)
@@ -54,7 +55,7 @@ async def output_until(runtime: SandboxRuntime, ref: str, d: str, needle: bytes)
 
 
 async def test_stdin_is_a_pipe_that_is_written_and_closed(runtime: SandboxRuntime, ref: str) -> None:
-    d = f"{runtime.state_dir(ref)}/proc/p1"
+    d = f"{runtime.process_dir(ref)}/p1"
     code, pid = await sh(
         runtime, ref, PROC_START, d, "100000", 'read a; echo "got $a"; cat; echo end', "", "stdin"
     )
@@ -69,7 +70,7 @@ async def test_a_terminal_opens_where_script_is_and_is_refused_elsewhere(
     runtime: SandboxRuntime, ref: str
 ) -> None:
     has_script = (await sh(runtime, ref, "command -v script"))[0] == 0  # busybox has none
-    d = f"{runtime.state_dir(ref)}/proc/p2"
+    d = f"{runtime.process_dir(ref)}/p2"
     code, _ = await sh(runtime, ref, PROC_START, d, "100000", "tty; read a; echo got $a", "", "tty")
     if not has_script:
         assert code == 4
@@ -82,3 +83,38 @@ async def test_a_terminal_opens_where_script_is_and_is_refused_elsewhere(
     # written before the terminal was set up may be echoed ahead of tty's line (seen under load)
     assert b"/dev/pts/" in out and b"got x\r\n" in out
     assert b"x\r\n" in out.replace(b"got x\r\n", b"")
+
+
+@pytest.mark.parametrize("dd", ["", "0", "1"], ids=["probed", "dd", "head"])
+async def test_byte_copies_take_exactly_what_is_asked_with_dd_or_without(
+    runtime: SandboxRuntime, ref: str, dd: str
+) -> None:
+    """``__sl_take N`` takes N bytes and, through ``dd``, leaves what follows in its input;
+    ``__sl_copy`` copies a byte range, through ``dd`` or, where it cannot count bytes,
+    ``head``/``tail``; the probe finds that busybox's and coreutils' dd can. (busybox's
+    ``head -c`` reads past N from a pipe: the shell sends nothing after a program's input
+    until the program has ended, and with dd it no longer matters.)"""
+    data = bytes(range(256)) * 1024  # 256 KiB: several dd blocks
+    script = (
+        BYTE_COPY
+        + ('__sl_dd="$1"; ' if dd else "unset __sl_dd; ")
+        + '__sl_take 200000 > "$2/a"; printf %s "$__sl_dd" > "$2/dd"; cat > "$2/rest";'
+        + ' __sl_copy "$2/a" 70000 100000 > "$2/b"'
+    )
+    d = f"{runtime.state_dir(ref)}/take"
+    assert (await sh(runtime, ref, f"mkdir -p {d}"))[0] == 0
+    code, _ = await sh(runtime, ref, script, dd, d, stdin=data)
+    assert code == 0
+    read = {n: (await sh(runtime, ref, f"cat {d}/{n}"))[1] for n in ("a", "rest", "b", "dd")}
+    assert read["a"] == data[:200000]
+    assert read["rest"] == data[200000:] or dd == "1"
+    assert read["b"] == data[70000:170000]
+    assert read["dd"] == (dd.encode() or b"0")
+
+
+async def test_a_start_is_no_room_only_when_the_disk_is_full(runtime: SandboxRuntime, ref: str) -> None:
+    """``!7`` (507 disk_full) is for a full disk; a directory the sandbox user broke is ``!1``."""
+    d = f"{runtime.process_dir(ref)}/p3"
+    assert (await sh(runtime, ref, f"mkdir -p {d}/out"))[0] == 0  # a directory where out goes
+    code, out = await sh(runtime, ref, PROC_START, d, "1000", "echo hi")
+    assert (code, out.strip()) == (1, b"!1")

@@ -217,3 +217,18 @@ async def test_one_shots_from_the_launcher_are_what_an_exec_gives(runtime: Sandb
     finally:
         await shells.close_all()
         await runtime.remove(ref)
+
+
+async def test_a_background_writer_without_newlines_neither_hangs_commands_nor_piles_up(
+    shell: PersistentShell,
+) -> None:
+    """A command leaves a process behind that writes to the shell's output forever, without a
+    newline: the next command still ends (its exit line is read apart from what follows), and
+    what the writer sends while the shell is idle is dropped, not queued in the server."""
+    res = await run(shell, "(yes | tr -d '\\n') &")
+    assert res.exit_code == 0, res
+    await asyncio.sleep(1.0)  # idle: the writer goes on
+    assert shell._chunks.qsize() < 4  # (it grew by a chunk per read before)
+    res = await run(shell, "echo ok", timeout=20)
+    # (it waited for a newline after the exit code that never came, until the timeout)
+    assert not res.timed_out and res.exit_code == 0, res
