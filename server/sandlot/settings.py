@@ -180,11 +180,28 @@ class Settings(BaseSettings):
         gt=0,
         description="Seconds between pool rounds (each environment also has its own housekeeping interval).",
     )
+    pool_check_interval: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds between the features' housekeeping checks (the shell's keepalive) of one "
+        "idle pool sandbox. Rounds in between (every environment's housekeeping interval) only "
+        "replace dead sandboxes and refill: a keepalive of each of 50 idle sandboxes every second "
+        "was work competing with the sessions being started.",
+    )
     pool_warm_shells: bool = Field(
         default=True,
         description="Open each ready pool sandbox's persistent shell while it waits in the pool, so "
         "a session's first command does not wait for one to open (costs one idle shell per ready "
         "sandbox, held by the process that made it ready).",
+    )
+    pool_claims_at_once: int = Field(
+        default=4,
+        ge=1,
+        le=1000,
+        description="Warm claims (the statement that hands a session a pool sandbox) that run at "
+        "once in this process; the others wait their turn, first come first served. Under a burst "
+        "each session then starts in turn instead of all of them near the end (50 at once on "
+        "2 cores: p50 from ~100 to ~80 ms); it also bounds the connections claims hold.",
     )
     shell_channels: bool = Field(
         default=True,

@@ -34,6 +34,7 @@ from sandlot.services.health import HealthService
 from sandlot.services.loops import PeriodicLoop
 from sandlot.services.overview import OverviewService
 from sandlot.services.pools import PoolService
+from sandlot.services.process_start import StartGate
 from sandlot.services.processes import ProcessService
 from sandlot.services.rate_limits import RateLimiter
 from sandlot.services.reconcile import Reconciler
@@ -71,11 +72,17 @@ async def assemble(
         stack.push_async_callback(engine.dispose)
         counters = make_engine(settings.database_url, durable=False)  # the rate limit's buckets
         stack.push_async_callback(counters.dispose)
+        locks = engine  # SQLite: the session locks are in-process only (see Exclusive)
+        if engine.dialect.name == "postgresql":
+            # their own connections: held while a suspend runs, never the requests' own; checked
+            # before use (the first checkpoint after a database restart would fail on one)
+            locks = make_engine(settings.database_url, pool_size=1, max_overflow=9, pre_ping=True)
+            stack.push_async_callback(locks.dispose)
         await fill_pool(engine, settings.database_pool_size)
         _trace(stack, provider, engine)
         rt = await _runtime(stack, settings, runtime, provider)
         sessions = make_sessionmaker(engine)
-        services, recorder, shells = await _services(settings, engine, sessions, rt, counters)
+        services, recorder, shells = await _services(settings, engine, sessions, rt, counters, locks)
         if settings.shell_channels:
             rt.use_channels(shells.channel)
         stack.push_async_callback(shells.close_all)
@@ -137,6 +144,7 @@ async def _services(
     sessions: async_sessionmaker[AsyncSession],
     rt: SandboxRuntime,
     counters: AsyncEngine,
+    locks: AsyncEngine,
 ) -> tuple[Services, ActivityRecorder, ShellManager]:
     # Reads on the request path skip BEGIN/ROLLBACK round trips.
     reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
@@ -152,11 +160,13 @@ async def _services(
     blobs = await _blob_store(settings)
     snapshots = SnapshotService(sessions, blobs, rt, settings, transfers)
     assets = AssetService(sessions, blobs, transfers)
+    exclusive = Exclusive(locks)  # one per process: its waiters queue in it
     session_service = SessionService(
         sessions, reads, environments, pools, sandboxes, registry, shells, recorder, settings,
-        snapshots, assets, Exclusive(engine),
+        snapshots, assets, exclusive,
     )  # fmt: skip
     accounts = AccountService(sessions, reads, cache_seconds=settings.auth_cache_seconds)
+    gate = StartGate(session_service, exclusive)  # processes' and terminals' starts
     health = HealthService(reads, rt, pools, metrics)
     services = Services(
         settings=settings,
@@ -165,11 +175,11 @@ async def _services(
         environments=environments,
         pools=pools,
         sessions=session_service,
-        processes=ProcessService(sessions, session_service, rt, settings),
+        processes=ProcessService(sessions, session_service, rt, settings, gate),
         snapshots=snapshots,
         collector=SnapshotCollector(sessions, blobs, grace_seconds=settings.snapshot_gc_grace_seconds),
         assets=assets,
-        terminals=TerminalService(accounts, sandboxes, session_service),
+        terminals=TerminalService(accounts, sandboxes, session_service, gate),
         health=health,
         tenants=TenantService(accounts, reads),
         overview=OverviewService(reads, environments, pools, health),

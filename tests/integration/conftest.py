@@ -28,6 +28,7 @@ def app_settings(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Setti
         data_dir=tmp_path_factory.mktemp("data"),
         reaper_interval=0.5,
         pool_interval=0.3,
+        pool_check_interval=1.0,  # a broken idle sandbox is found within a test's patience
         max_file_bytes=16 << 20,
         max_request_bytes=64 << 10,
         exec_output_limit=8 << 20,

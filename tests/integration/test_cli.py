@@ -211,6 +211,7 @@ def test_a_background_process_on_the_local_runtime_starts_at_once_and_streams_un
         with connect(ws_url, additional_headers=h, open_timeout=30) as ws:
             assert ws.recv(timeout=10) == b"up\n"  # live, while it runs
             assert http.get(proc).json()["status"] == "running"
-            assert http.post(f"{proc}/kill").json()["status"] == "killed"
+            killed = http.post(f"{proc}/kill")
+            assert killed.json()["status"] == "killed", killed.text
             end = json.loads(ws.recv(timeout=10))
     assert (end["type"], end["status"], end["offset"]) == ("exit", "killed", 3)

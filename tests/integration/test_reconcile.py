@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from sandlot.domain.status import SandboxStatus
 from sandlot.runtime.base import LABEL_SANDBOX, SandboxSpec
 from sandlot.runtime.docker import DockerRuntime
 from sandlot.services.accounts import AccountService, Principal
@@ -162,3 +163,52 @@ async def test_a_young_pending_sandbox_is_left_to_the_process_creating_it(
     assert row.id not in report.marked_offline + report.finished_stuck
     assert await runtime.is_running(ref)
     await runtime.remove(ref)
+
+
+async def test_a_shutdown_whose_container_is_gone_is_finished_with_its_own_reason(
+    sessions: async_sessionmaker[AsyncSession],
+    runtime: DockerRuntime,
+    principal: Principal,
+    service: SandboxService,
+    reconciler: Reconciler,
+) -> None:
+    """A shutdown removes the container before its row goes offline: whether another process
+    is finishing it right now or an engine outage cut it short, the next round finishes it at
+    once (not only once it is stuck) and records the reason the shutdown started with."""
+    row, ref = await _row_as_a_crash_left_it(sessions, principal, "shutting_down", runtime)
+    await runtime.remove(ref)
+    async with sessions.begin() as session:
+        young = await SandboxRepository(session, None).get(row.id, lock=True)
+        young.updated_at, young.status_reason = utcnow(), "ttl expired"
+    report = await reconciler.run()
+    assert row.id in report.marked_offline
+    await service.shutdown(row.id, "ttl expired")  # the process that started it: already done
+    events = await service.events(principal, row.id)
+    assert (events[-1].to_status, events[-1].reason) == ("offline", "ttl expired")
+    assert [e.to_status for e in events].count("offline") == 1
+
+
+async def test_a_round_acts_only_on_the_status_it_read(
+    sessions: async_sessionmaker[AsyncSession],
+    runtime: DockerRuntime,
+    principal: Principal,
+    service: SandboxService,
+) -> None:
+    """A reaper elsewhere starts its shutdown (and removes the container) after the round read
+    the row: the round's phantom call finds the row moved on and leaves it, so the sandbox goes
+    offline with the reaper's reason."""
+    row = await service.create(principal, NewSandbox(image=BUSYBOX))
+    assert row.runtime_ref is not None
+
+    async def reaper_first(sandbox_id: str, reason: str, *, only_if: SandboxStatus | None = None) -> bool:
+        async with sessions.begin() as session:  # the reaper's first step, just before ours
+            repo = SandboxRepository(session, None)
+            await repo.move(await repo.get(sandbox_id, lock=True), SandboxStatus.SHUTTING_DOWN, "ttl expired")
+        return await service.shutdown(sandbox_id, reason, only_if=only_if)
+
+    await runtime.remove(row.runtime_ref)
+    report = await Reconciler(sessions, runtime, MINE, shutdown=reaper_first).run()
+    assert row.id not in report.marked_offline
+    await service.shutdown(row.id, "ttl expired")  # the reaper's last steps
+    events = await service.events(principal, row.id)
+    assert (events[-1].to_status, events[-1].reason) == ("offline", "ttl expired")

@@ -32,6 +32,7 @@ from sandlot.api.problems import problems
 from sandlot.api.ws import Close, first_to_finish, receive_frame
 from sandlot.domain.errors import SandlotError
 from sandlot.runtime.base import PtyStream
+from sandlot.services.accounts import Principal
 from sandlot.services.terminals import TerminalService
 
 __all__ = ["HEARTBEAT_SECONDS", "PtyController"]
@@ -43,6 +44,7 @@ _CONTROL = {"INT": b"\x03", "QUIT": b"\x1c", "TSTP": b"\x1a", "EOF": b"\x04"}
 Cols = Annotated[int, QueryParameter(ge=2, le=1000)]
 Rows = Annotated[int, QueryParameter(ge=2, le=1000)]
 Token = Annotated[str | None, QueryParameter(max_length=300)]
+Size = tuple[int, int]  # cols, rows
 
 
 class PtyToken(BaseModel):
@@ -51,10 +53,19 @@ class PtyToken(BaseModel):
     path: str
 
 
-async def _serve(socket: WebSocket, terminals: TerminalService, ref: str, cols: int, rows: int) -> None:
+async def _serve(
+    socket: WebSocket,
+    terminals: TerminalService,
+    principal: Principal,
+    target: str,
+    *,
+    session: bool,
+    size: Size,
+) -> None:
+    await terminals.ref(principal, target, session=session)  # a refusal as an HTTP error
     await socket.accept()
     try:
-        term = await terminals.open(ref, cols, rows)
+        term = await terminals.open(principal, target, session=session, cols=size[0], rows=size[1])
     except SandlotError as exc:
         await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
         await socket.close(code=1011)
@@ -150,8 +161,7 @@ class PtyController(Controller):
     ) -> None:
         terminals = services.terminals
         principal = await terminals.caller(headers.get("authorization"), token, session_id)
-        ref = await terminals.ref(principal, session_id, session=True)
-        await _serve(socket, terminals, ref, cols, rows)
+        await _serve(socket, terminals, principal, session_id, session=True, size=(cols, rows))
 
     @post(
         "/v1/sandboxes/{sandbox_id:str}/pty/token",
@@ -178,5 +188,4 @@ class PtyController(Controller):
     ) -> None:
         terminals = services.terminals
         principal = await terminals.caller(headers.get("authorization"), token, sandbox_id)
-        ref = await terminals.ref(principal, sandbox_id, session=False)
-        await _serve(socket, terminals, ref, cols, rows)
+        await _serve(socket, terminals, principal, sandbox_id, session=False, size=(cols, rows))

@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 S = SandboxStatus
 _STARTING = (S.CREATED.value, S.SETTING_UP.value)
+_WAITABLE = (*_STARTING, S.EXITING_SESSION.value, S.READY.value)
 LABEL_ENVIRONMENT = "dev.sandlot.environment"
 
 
@@ -65,6 +66,10 @@ class PoolService:
         self._sandboxes = sandboxes
         self._environments = environments
         self._last_housekeeping: dict[str, float] = {}
+        # environment id -> sandbox id -> when its features were last checked (or first seen)
+        self._checked: dict[str, dict[str, float]] = {}
+        self._check_every = sandboxes.settings.pool_check_interval
+        self._claims = asyncio.Semaphore(sandboxes.settings.pool_claims_at_once)  # FIFO turns
 
     @staticmethod
     def bounds(env: Environment, image: str) -> PoolBounds:
@@ -190,13 +195,24 @@ class PoolService:
         (the session quota, the live sessions) as counted just before (see
         ``PoolRepository.claim_within_quota``)."""
         with span("pool.claim", environment=env.name, image=image, session=into.id) as sp:
-            async with single_statement_sessions(self._engine, self._sessions, self._reads) as session:
+            async with (
+                self._claims,
+                single_statement_sessions(self._engine, self._sessions, self._reads) as session,
+            ):
                 row, counted = await PoolRepository(session).claim_within_quota(env.id, image, into, reason)
             if row is not None:
                 sp.set_attribute(ATTR["sandbox"], row.id)
                 sp.add_event("sandbox.status", {ATTR["sandbox"]: row.id, ATTR["to_status"]: "acquired"})
                 sp.add_event("sandbox.status", {ATTR["sandbox"]: row.id, ATTR["to_status"]: "in_session"})
             return row, counted
+
+    async def coming(self, env: Environment, image: str) -> bool:
+        """Whether members of ``image`` are on their way to ready in ``env``'s pool (being
+        created, or reset after a session), or ready already: one that became ready since a
+        claim missed it is the next claim's to take."""
+        async with self._reads() as session:
+            counts = await PoolRepository(session).counts(env.id)
+        return any(n for (img, status), n in counts.items() if img == image and status in _WAITABLE)
 
     async def create_for(self, env: Environment, image: str, session_id: str) -> Sandbox:
         """Create a sandbox on demand for a session (status ``acquired``), within ``max``."""
@@ -274,6 +290,8 @@ class PoolService:
                 with span("pool.housekeep", root=True):
                     await self._housekeep_round(due, now)
             await self._drain_orphans({e.id for e in envs})
+            for env_id in self._checked.keys() - {e.id for e in envs}:
+                del self._checked[env_id]
 
     async def _housekeep_round(self, due: list[Environment], now: float) -> None:
         # one listing per round instead of one inspect per sandbox
@@ -295,10 +313,14 @@ class PoolService:
                 await self._sandboxes.shutdown(row.id, "environment deleted")
 
     async def housekeep(self, env: Environment, running: set[str]) -> None:
-        """Replace dead sandboxes (``running``: refs of running containers), then top each
-        image up to min and trim it to max."""
+        """Replace dead sandboxes (``running``: refs of running containers), check the features
+        of idle ones that were not checked for ``pool_check_interval`` (a sandbox just made
+        ready passed its readiness probe or its reset), then top each image up to min and trim
+        it to max."""
         async with self._sessions() as session:
             live = await PoolRepository(session).live(env.id)
+        now = time.monotonic()
+        checked = self._checked.setdefault(env.id, {})
         for row in live:
             if row.status not in (S.READY.value, S.IN_SESSION.value, S.ACQUIRED.value):
                 continue
@@ -308,7 +330,13 @@ class PoolService:
                 if row.runtime_ref is None or not await self._sandboxes.runtime.is_running(row.runtime_ref):
                     await self._sandboxes.shutdown(row.id, "container died (housekeeping)")
             elif row.status == S.READY.value:
-                await self._check_features(env, row)
+                if now - checked.setdefault(row.id, now) >= self._check_every:
+                    checked[row.id] = now
+                    await self._check_features(env, row)
+            else:
+                checked.pop(row.id, None)  # in a session: its next wait in the pool starts afresh
+        for sandbox_id in checked.keys() - {r.id for r in live}:
+            del checked[sandbox_id]
         async with self._sessions() as session:
             counts = await PoolRepository(session).counts(env.id)
         for image in env.images:

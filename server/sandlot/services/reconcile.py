@@ -13,7 +13,10 @@ and settles every difference, in both directions:
 
 Rows are read before containers are listed, so a sandbox started during the round is never
 mistaken for an orphan; rows still being created are left alone for a grace period, since
-another process may be creating them. One item failing does not stop the round.
+another process may be creating them. A shutdown whose container is gone is finished with its
+own reason: another process may be finishing it right now (a reaper's shutdown removes the
+container before its row goes offline), or the engine's outage cut it short. One item failing
+does not stop the round.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -36,6 +40,7 @@ __all__ = ["STUCK_AFTER", "ReconcileReport", "Reconciler"]
 log = logging.getLogger(__name__)
 
 S = SandboxStatus
+#: Rows another process may be creating right now, left alone until they are stuck.
 _PENDING = (S.CREATED.value, S.SETTING_UP.value)
 
 #: How long a sandbox may sit in a transitional status before a round finishes it.
@@ -55,9 +60,16 @@ class ReconcileReport:
     finished_stuck: list[str] = field(default_factory=list)
 
 
+class Shutdown(Protocol):
+    def __call__(
+        self, sandbox_id: str, reason: str, *, only_if: SandboxStatus | None = None
+    ) -> Awaitable[bool]: ...
+
+
 class Reconciler:
-    """``shutdown(sandbox_id, reason)`` takes a sandbox offline through the service (removing
-    its container); ``lost(sandbox_ids)`` ends the active sessions that held them."""
+    """``shutdown(sandbox_id, reason, only_if=status)`` takes a sandbox offline through the
+    service (removing its container) if it is still in the status this round read; ``lost``
+    (sandbox ids) ends the active sessions that held them."""
 
     def __init__(
         self,
@@ -65,7 +77,7 @@ class Reconciler:
         runtime: SandboxRuntime,
         instance: str,
         *,
-        shutdown: Callable[[str, str], Awaitable[object]],
+        shutdown: Shutdown,
         lost: Callable[[Sequence[str]], Awaitable[object]] | None = None,
         stuck_after: dict[str, timedelta] | None = None,
     ) -> None:
@@ -94,12 +106,20 @@ class Reconciler:
             try:
                 if row.status in _PENDING and not stuck:
                     continue  # another process may be creating it right now
+                # only if no one moved it since it was read: a reaper elsewhere may have started
+                # its shutdown and removed the container while this round listed them
+                seen = S(row.status)
                 if row.id not in alive:
-                    await self._shutdown(row.id, "container gone (reconciled)")
-                    report.marked_offline.append(row.id)
+                    # a shutdown under way keeps its reason (``ttl expired``), whoever finishes it
+                    why = "container gone (reconciled)"
+                    if seen is S.SHUTTING_DOWN and row.status_reason:
+                        why = row.status_reason
+                    if await self._shutdown(row.id, why, only_if=seen):
+                        report.marked_offline.append(row.id)
                 elif stuck:
-                    await self._shutdown(row.id, f"stuck in {row.status} for {int(age.total_seconds())} s")
-                    report.finished_stuck.append(row.id)
+                    why = f"stuck in {row.status} for {int(age.total_seconds())} s"
+                    if await self._shutdown(row.id, why, only_if=seen):
+                        report.finished_stuck.append(row.id)
             except Exception:
                 log.exception("could not reconcile sandbox %s", row.id)
         gone = report.marked_offline + report.finished_stuck

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import Conflict, SandboxStateError, SandlotError
+from sandlot.domain.errors import Conflict, SandboxStateError
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED, SESSION_SUSPENDED, SandboxStatus
@@ -203,6 +203,7 @@ class SessionService:
         principal.require(Scope.SANDBOXES_WRITE)
         async with self._reads() as session:
             sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
+        self._shells.seen(session_id, sess.status)
         if sess.status != ACTIVE:
             raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
         if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
@@ -225,18 +226,14 @@ class SessionService:
     async def _finish(
         self, session_id: str, reason: str, *, active_only: bool = False
     ) -> tuple[Session, str] | None:
-        """Mark the session ended (with ``active_only``, only an active one); returns it and its
-        status before, or None. A suspend or resume under way finishes first."""
+        """``SessionRepository.mark_ended`` once a suspend or resume under way has finished (the
+        common case, none, costs one statement; waiting holds no request's connection)."""
+        name, only = session_lock(session_id), {"active_only": active_only}
         async with self._sessions.begin() as session:
-            await self._exclusive.waited(await session.connection(), session_lock(session_id))
-            row = await SessionRepository(session, None).get(session_id, lock=True)
-            previous = row.status
-            if previous == ENDED or (active_only and previous != ACTIVE):
-                return None
-            row.status = ENDED
-            row.end_reason = reason
-            row.ended_at = utcnow()
-            return row, previous
+            if await self._exclusive.try_barrier(await session.connection(), name):
+                return await SessionRepository(session, None).mark_ended(session_id, reason, **only)
+        async with self._exclusive.barrier(name), self._sessions.begin() as session:
+            return await SessionRepository(session, None).mark_ended(session_id, reason, **only)
 
     @traced("session.end", session="session_id", reason="reason")
     async def _end(self, session_id: str, reason: str) -> Session:
@@ -263,9 +260,9 @@ class SessionService:
             for feat in self._environments.sandbox_features(env, box.image) if env else ():
                 await feat.teardown_session(ctx)
             await self._pools.release(box, env, f"session {session_id}")
-        except SandlotError as exc:
-            log.warning("ending session %s: %s; shutting its sandbox down", session_id, exc)
-            await self._sandboxes.shutdown(box.id, f"session end failed: {exc}"[:500])
+        except Exception as exc:  # whatever it was, the sandbox is not handed on
+            log.warning("ending session %s: %r; shutting its sandbox down", session_id, exc)
+            await self._sandboxes.shutdown(box.id, f"session end failed: {exc!r}"[:500])
         return row
 
     async def _reload(self, session_id: str) -> Session:
@@ -368,6 +365,7 @@ class SessionService:
         else:
             async with self._reads() as session:
                 sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
+            self._shells.seen(session_id, sess.status)
         return await self._calls.call(sess, box, feature_name, activity_name, args, upload)
 
     async def sandboxes_lost(self, sandbox_ids: Sequence[str]) -> None:
@@ -379,7 +377,7 @@ class SessionService:
         for row in live:
             if row.sandbox_id in wanted:
                 self._hot.pop(row.id, None)
-                await self._shells.close(row.id)
+                await self._shells.close(row.id, unpark=False)  # (a suspend's park stays)
                 await self._finish(row.id, "sandbox lost: its container is gone", active_only=True)
 
     async def _sandbox_lost(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
@@ -387,7 +385,8 @@ class SessionService:
         processes stopped under a command) keeps both, and the caller gets 409."""
         log.warning("session %s lost its sandbox %s: %s", sess.id, box.id, exc)
         self._hot.pop(sess.id, None)
-        await self._shells.close(sess.id)
+        # a shell retired by a suspend under way lands here too: its park must stay
+        await self._shells.close(sess.id, unpark=False)
         if await self._finish(sess.id, f"sandbox lost: {exc}"[:500], active_only=True) is None:
             fresh = await self._reload(sess.id)
             raise Conflict(f"session {sess.id} is {fresh.status}", status=fresh.status) from exc

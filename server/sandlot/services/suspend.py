@@ -12,7 +12,8 @@ suspend (a thaw before the freeze would leave an active session stopped).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -34,6 +35,14 @@ from sandlot.store.tables import Sandbox, Session
 from sandlot.store.types import utcnow
 
 __all__ = ["SuspendResume", "session_lock"]
+
+log = logging.getLogger(__name__)
+
+
+def _stopped(sess: Session) -> list[int]:
+    """The processes the suspend found stopped already (numbers only: it is the store's)."""
+    kept = sess.state.get("stopped_before") or []
+    return [p for p in kept if isinstance(p, int) and 0 < p < 1 << 31][:256] if isinstance(kept, list) else []
 
 
 def session_lock(session_id: str) -> str:
@@ -81,14 +90,50 @@ class SuspendResume:
             with span("session.suspend", tenant=tenant, session=session_id, sandbox=sandbox, reason=reason):
                 snap = await self.snapshots.take(sess, box, "suspend")
                 self._hot.pop(session_id, None)
-                await self._shells.close(session_id)
-                await self._sandboxes.runtime.pause(box.runtime_ref)
-                async with self._sessions.begin() as session:
-                    row = await SessionRepository(session, None).get(session_id, lock=True)
-                    row.status = SUSPENDED
-                    row.end_reason = reason
-                    row.state = {**row.state, "snapshot_id": snap.id, "suspended_at": utcnow().isoformat()}
-                    return row
+                await self._shells.park(session_id)
+                stopped: Sequence[int] = ()
+                try:
+                    stopped = await self._sandboxes.runtime.pause(box.runtime_ref)
+                    row = await self._set_suspended(session_id, reason, snap.id, stopped)
+                except BaseException as exc:
+                    self._shells.unpark(session_id)
+                    if not isinstance(exc, Conflict):  # (its processes were continued already)
+                        await self._thaw_after_failure(session_id, box.runtime_ref, stopped)
+                    raise
+                self._shells.parked_until_seen(session_id)
+                return row
+
+    async def _thaw_after_failure(self, session_id: str, ref: str, stopped: Sequence[int]) -> None:
+        """The suspend failed once the freeze may have run (it timed out after stopping them,
+        or the store failed to record it): the session stays active, so its processes go on."""
+        try:
+            await self._sandboxes.runtime.unpause(ref, stopped)
+        except Exception:
+            log.warning("session %s: could not continue its processes after a failed suspend", session_id)
+
+    async def _set_suspended(
+        self, session_id: str, reason: str, snapshot_id: str, stopped: Sequence[int]
+    ) -> Session:
+        """Record the suspend, unless the session is no longer active (ended meanwhile, which
+        the lock should have made impossible): then its processes go on, and 409."""
+        async with self._sessions.begin() as session:
+            row = await SessionRepository(session, None).get(session_id, lock=True)
+            if row.status == ACTIVE:
+                row.status = SUSPENDED
+                row.end_reason = reason
+                when = utcnow().isoformat()
+                extra = {"snapshot_id": snapshot_id, "suspended_at": when, "stopped_before": list(stopped)}
+                row.state = {**row.state, **extra}
+                return row
+        box_ref = await self._ref_of(session_id)
+        if box_ref is not None:
+            await self._sandboxes.runtime.unpause(box_ref, stopped)
+        raise Conflict(f"session {session_id} is {row.status}", status=row.status)
+
+    async def _ref_of(self, session_id: str) -> str | None:
+        async with self._reads() as session:
+            _, box = await SessionRepository(session, None).get_with_sandbox(session_id)
+        return box.runtime_ref if box is not None else None
 
     async def resume(self, sess: Session) -> tuple[Session, str, str | None]:
         """Reattach to the session's sandbox when it is alive; otherwise create a replacement
@@ -106,7 +151,7 @@ class SuspendResume:
                 if box is not None and box.runtime_ref is not None and box.status == S.IN_SESSION.value:
                     try:
                         if sess.status == SUSPENDED:
-                            await self._sandboxes.runtime.unpause(box.runtime_ref)
+                            await self._sandboxes.runtime.unpause(box.runtime_ref, _stopped(sess))
                         alive = await self._sandboxes.runtime.is_running(box.runtime_ref)
                     except SandlotError:
                         alive = False
@@ -118,6 +163,7 @@ class SuspendResume:
                 return await self._hydrate(sess, box)
 
     async def _set_active(self, session_id: str, sandbox_id: str) -> Session:
+        self._shells.unpark(session_id)
         async with self._sessions.begin() as session:
             row = await SessionRepository(session, None).get(session_id, lock=True)
             if row.status == ENDED:

@@ -33,19 +33,29 @@ def async_url(url: str) -> str:
 
 
 def make_engine(
-    url: str, *, echo: bool = False, durable: bool = True, pool_size: int = 10, max_overflow: int = 20
+    url: str,
+    *,
+    echo: bool = False,
+    durable: bool = True,
+    pool_size: int = 10,
+    max_overflow: int = 20,
+    pre_ping: bool = False,
 ) -> AsyncEngine:
     """Create the engine; SQLite gets WAL, foreign keys and a busy timeout. ``durable=False``
     (PostgreSQL): commits return before the WAL reaches the disk (``synchronous_commit=off``;
     a crash may lose the last moment of commits, never corrupt anything), for counters whose
     last few changes do not matter, such as the rate limit's buckets. ``pool_size`` connections
-    (PostgreSQL) stay open; up to ``max_overflow`` more are opened for a burst and closed after."""
+    (PostgreSQL) stay open; up to ``max_overflow`` more are opened for a burst and closed after.
+    ``pre_ping``: a connection is checked before each use (a round trip), for an engine used
+    too rarely for a failed request to clear its pool after the database restarted."""
     url = async_url(url)
     kwargs: dict[str, Any] = {"echo": echo}
     if url.startswith("postgresql"):
         # No pre-ping: it costs a round trip (~0.6 ms) on every checkout; stale connections
         # are recycled instead, and a dropped one fails one request, not every request.
-        kwargs.update(pool_size=pool_size, max_overflow=max_overflow, pool_recycle=1800)
+        kwargs.update(
+            pool_size=pool_size, max_overflow=max_overflow, pool_recycle=1800, pool_pre_ping=pre_ping
+        )
         if not durable:
             # a few connections are enough for one short statement a request; a burst waits
             # for one of them rather than opening (and closing) more, which costs more CPU

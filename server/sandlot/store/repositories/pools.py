@@ -7,7 +7,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Integer, TextualSelect, Update, bindparam, column, func, text, update
+from sqlalchemy import Integer, TextualSelect, Update, bindparam, column, func, literal_column, text, update
 from sqlalchemy import select as core_select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -35,15 +35,14 @@ class PoolRepository:
         self.session = session
 
     async def counts(self, environment_id: str) -> dict[tuple[str, str], int]:
-        """(image, status) -> number of live sandboxes of an environment."""
-        query = (
-            select(col(Sandbox.image), col(Sandbox.status), func.count())
-            .where(col(Sandbox.environment_id) == environment_id)
-            .where(col(Sandbox.status) != SandboxStatus.OFFLINE.value)
-            .group_by(col(Sandbox.image), col(Sandbox.status))
-        )
-        rows = (await self.session.execute(query)).all()
-        return {(image, status): int(n) for image, status, n in rows}
+        """(image, status) -> number of live sandboxes of an environment. The live statuses are
+        named (not "not offline"), so the status index finds the few live rows among every
+        sandbox the environment ever had (a ``!=`` read them all: ~40 ms at 300,000 rows, in
+        every housekeeping round and every start that met a full pool)."""
+        return {
+            (image, status): int(n)
+            for image, status, n in await self.session.execute(_counts(), {"env": environment_id})
+        }
 
     async def ready_by_environment(self) -> dict[tuple[str, str], int]:
         """(environment id, image) -> ready sandboxes, over every environment."""
@@ -176,6 +175,17 @@ class PoolRepository:
             .where(col(Sandbox.status).in_(ACTIVE))
         )
         return (await self.session.scalars(query)).all()
+
+
+@functools.cache
+def _counts() -> Any:
+    c = _SANDBOX_TABLE.c
+    return (
+        core_select(c.image, c.status, func.count())
+        .where(c.environment_id == bindparam("env"))
+        .where(c.status.in_([literal_column(f"'{status}'") for status in ACTIVE]))
+        .group_by(c.image, c.status)
+    )
 
 
 _CLAIM_EVENTS = (

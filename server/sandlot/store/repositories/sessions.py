@@ -12,11 +12,13 @@ from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
 from sandlot.domain.errors import Conflict, NotFound
+from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED
 from sandlot.store.tables import (
     Activity,
     Sandbox,
     Session,
 )
+from sandlot.store.types import utcnow
 
 __all__ = ["ActivityRepository", "SessionRepository"]
 
@@ -67,6 +69,20 @@ class SessionRepository:
         if found is None:
             raise NotFound(f"no session {session_id!r}", session_id=session_id)
         return found
+
+    async def mark_ended(
+        self, session_id: str, reason: str, *, active_only: bool = False
+    ) -> tuple[Session, str] | None:
+        """Mark the session ended (with ``active_only``, only an active one), under its row
+        lock; returns it and its status before, or None when there was nothing to end."""
+        row = await self.get(session_id, lock=True)
+        previous = row.status
+        if previous == SESSION_ENDED or (active_only and previous != SESSION_ACTIVE):
+            return None
+        row.status = SESSION_ENDED
+        row.end_reason = reason
+        row.ended_at = utcnow()
+        return row, previous
 
     async def get_with_sandbox(self, session_id: str) -> tuple[Session, Sandbox | None]:
         """The session and its sandbox in one round trip (the hot path of every activity)."""
