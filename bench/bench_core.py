@@ -3,7 +3,10 @@
 Starts a real ``sandlot serve`` (granian, PostgreSQL, Docker runtime) and prints p50/p99 of:
 
 - acquiring a sandbox: ``POST /v1/sessions`` on a warm pool, vs creating and starting a
-  container directly with aiodocker (the cold path every raw setup pays);
+  container directly with aiodocker (the cold path every raw setup pays); each acquire comes
+  after a second of idling (the pool settles between them), and a second row has acquires
+  back to back from a larger pool: on this VM a process that slept pays to wake up, and an
+  acquire wakes a chain of them (client, server, PostgreSQL) five or six times;
 - one shell command: ``POST .../features/shell/run`` through the HTTP API, vs a direct
   aiodocker ``exec`` of the same command;
 - one one-shot command: ``POST .../features/shell/exec`` (a fresh process, what the Agents SDK
@@ -144,6 +147,25 @@ async def main(samples: int) -> None:
                     await call(http, "DELETE", f"/v1/sessions/{body['id']}")
                     await settle(http, 4)
 
+                await call(
+                    http,
+                    "POST",
+                    "/v1/environments",
+                    {"name": "busy", "images": [IMAGE], "pool_size": [12, 12]},
+                )
+                await settle(http, 12 + 4)
+                busy: list[float] = []
+                started: list[str] = []
+                for _ in range(12):
+                    t = time.perf_counter()
+                    status, body = await call(http, "POST", "/v1/sessions", {"environment": "busy"})
+                    busy.append((time.perf_counter() - t) * 1000)
+                    assert status == 201 and body["warm"], body
+                    started.append(body["id"])
+                for sid in started:
+                    await call(http, "DELETE", f"/v1/sessions/{sid}")
+                await call(http, "DELETE", "/v1/environments/busy")
+
                 floor = []
                 for _ in range(samples):
                     t = time.perf_counter()
@@ -182,6 +204,7 @@ async def main(samples: int) -> None:
     print(f"\nSandlot core benchmark ({os.cpu_count()} cores, PostgreSQL, Docker runtime)\n")
     print(header())
     print(row("acquire: Sandlot warm pool (POST /v1/sessions)", acquire))
+    print(row("acquire: back to back (no idle second before)", busy))
     print(row("acquire: aiodocker create + start (baseline)", cold))
     print(row("command: Sandlot shell via HTTP API", shell))
     print(row("command: aiodocker exec (baseline)", direct))

@@ -9,9 +9,12 @@
   (snapshot + freeze), resume onto the same sandbox, and resume after the container was
   removed (a replacement hydrated from the snapshot).
 
-Usage: ``uv run python bench/bench_streaming.py [--rounds 3] [--image sandlot/busybox:latest]``
-(the image decides the live follower: busybox copies with ``dd`` every 20 ms, Debian images
-follow with GNU ``tail -f``).
+Usage: ``uv run python bench/bench_streaming.py [--rounds 3] [--image sandlot/busybox:latest]
+[--no-relay]``. By default the reader is served by the API process that started the process,
+which gets its output relayed live (no follower in the sandbox); ``--no-relay``
+(``SANDLOT_PROCESS_LIVE_RELAY=false``) measures what a reader served by any other API process
+gets: the stored output followed in the sandbox (the image decides the follower: busybox copies
+with ``dd`` every 20 ms, Debian images follow with GNU ``tail -f``).
 """
 
 from __future__ import annotations
@@ -48,10 +51,11 @@ def container_cpu(cid: str) -> float:
 
 
 def engine_cpu(cid: str) -> float:
-    """dockerd's, containerd's and this container's shim's CPU-seconds (other containers' shims
-    come and go with their containers, and take their CPU time with them)."""
+    """dockerd's, containerd's and this container's shim's own CPU-seconds (other containers'
+    shims come and go with their containers, and take their CPU time with them). Not what they
+    reaped: a shim reaps the processes of its execs, whose CPU is the sandbox's already."""
     shims = [p for p in named({"containerd-shim"}) if cid in cmdline(p)]
-    return cpu_seconds(named({"dockerd", "containerd"}) + shims)
+    return cpu_seconds(named({"dockerd", "containerd"}) + shims, slice(11, 13))
 
 
 def cmdline(pid: int) -> str:
@@ -111,7 +115,7 @@ async def attach_throughput(
         await c.delete(force=True)
 
 
-async def main(rounds: int, image: str) -> None:
+async def main(rounds: int, image: str, relay: bool) -> None:
     ws_rates: list[float] = []
     raw_rates: list[float] = []
     suspend: list[float] = []
@@ -122,6 +126,7 @@ async def main(rounds: int, image: str) -> None:
     async with store() as db:
         try:
             env = {"SANDLOT_PROCESS_OUTPUT_LIMIT": str(60 << 20)}
+            env["SANDLOT_PROCESS_LIVE_RELAY"] = str(relay).lower()
             async with server(db, INSTANCE, env) as http:
                 base = str(http._base_url).rstrip("/")
                 await call(http, "POST", "/v1/environments", {"name": "b", "images": [image], "pool_size": 0})
@@ -163,7 +168,9 @@ async def main(rounds: int, image: str) -> None:
         finally:
             await remove_containers(INSTANCE)
 
-    print(f"\nStreaming and suspend/resume ({os.cpu_count()} cores, PostgreSQL, Docker runtime, {image})\n")
+    how = "relayed live to the API process that started it" if relay else "followed in the sandbox"
+    print(f"\nStreaming and suspend/resume ({os.cpu_count()} cores, PostgreSQL, Docker runtime, {image})")
+    print(f"(the output {how})\n")
     print(f"| {'output throughput (MB/s)':<48} | {'median':>8} | {'min':>8} | {'n':>5} |")
     print(f"|{'-' * 50}|{'-' * 10}|{'-' * 10}|{'-' * 7}|")
     for name, rates in (
@@ -192,5 +199,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--image", default=IMAGE)
+    parser.add_argument("--no-relay", dest="relay", action="store_false")
     args = parser.parse_args()
-    asyncio.run(main(args.rounds, args.image))
+    asyncio.run(main(args.rounds, args.image, args.relay))

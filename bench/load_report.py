@@ -40,13 +40,33 @@ def named(names: set[str]) -> list[int]:
     return [int(e) for e in os.listdir("/proc") if e.isdigit() and comm(e) in names]
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """utime + stime of each process and of its reaped children."""
+def cpu_seconds(pids: list[int], fields: slice = slice(11, 15)) -> float:
+    """utime + stime of each process and of its reaped children (``fields``: only some)."""
     ticks = 0
     for pid in pids:
         with suppress(OSError), open(f"/proc/{pid}/stat") as f:
-            ticks += sum(int(x) for x in f.read().rpartition(")")[2].split()[11:15])
+            ticks += sum(int(x) for x in f.read().rpartition(")")[2].split()[fields])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def sandboxes_cpu() -> float:
+    """CPU-seconds of every running container's cgroup (cgroup v1 or v2): the commands, the
+    shells and our programs in them, whoever reaps them."""
+    total = 0
+    for root, name, scale in (
+        ("/sys/fs/cgroup/cpuacct/docker", "cpuacct.usage", 1e9),
+        ("/sys/fs/cgroup/system.slice", "cpu.stat", 1e6),
+    ):
+        with suppress(OSError):
+            for entry in os.listdir(root):
+                if root.endswith("docker") and len(entry) != 64:
+                    continue
+                if not root.endswith("docker") and not entry.startswith("docker-"):
+                    continue
+                with suppress(OSError), open(f"{root}/{entry}/{name}") as f:
+                    text = f.read()
+                    total += int(text.split()[1] if name == "cpu.stat" else text) / scale
+    return total
 
 
 def rss_mb(pids: list[int]) -> float:
@@ -58,8 +78,14 @@ def rss_mb(pids: list[int]) -> float:
 
 
 def cpu_groups(with_server: bool) -> dict[str, float]:
+    engine = named(DOCKER)
     groups = {
-        "docker": cpu_seconds(named(DOCKER)),
+        "docker": cpu_seconds(engine),
+        # the engine's own time, and what it reaped: runc for every exec, and the shells and
+        # commands an exec started once they end (those are the sandboxes' too)
+        "engine_self": cpu_seconds(engine, slice(11, 13)),
+        "engine_reaped": cpu_seconds(engine, slice(13, 15)),
+        "sandboxes": sandboxes_cpu(),
         "postgres": cpu_seconds(named({"postgres"})),
         "client": cpu_seconds([os.getpid()]),
     }
