@@ -1,7 +1,8 @@
 """Fault: PostgreSQL out of connection slots ("sorry, too many clients already", SQLSTATE
 53300) under a running ``sandlot serve``: a PostgreSQL of the test's own with few slots, all but
-the server's first taken by the test. Requests that need another connection get a clear 503
-``store_unavailable`` (it was a 500), and the server serves again once slots are free."""
+the server's first taken by the test, and that first one kept waiting on a lock. Requests that
+need another connection get a clear 503 ``store_unavailable`` (it was a 500), and the server
+serves again once slots are free."""
 
 from __future__ import annotations
 
@@ -61,7 +62,19 @@ async def test_a_store_out_of_connection_slots_is_a_503_and_the_server_recovers(
             assert (await http.get("/v1/sessions")).status_code == 200
             hogs = [await asyncpg.connect(few_slots.url) for _ in range(await _slots_left(few_slots.url))]
             try:
-                answers = await asyncio.gather(*(http.get("/v1/sessions") for _ in range(12)))
+                # the server's one connection waits on a lock, so every other request needs a
+                # new one (served one after another, a fast listing needed only the first)
+                blocker = hogs[0].transaction()
+                await blocker.start()
+                await hogs[0].execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+                asked = [asyncio.ensure_future(http.get("/v1/sessions")) for _ in range(12)]
+                try:
+                    async with asyncio.timeout(60):
+                        await asyncio.wait(asked, return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.sleep(0.5)  # the others that can answer at once
+                finally:
+                    await blocker.rollback()
+                answers = await asyncio.gather(*asked)
                 for resp in answers:
                     assert_clear(resp, 200)
                 busy = [r for r in answers if r.status_code == 503]
