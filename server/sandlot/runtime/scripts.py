@@ -162,7 +162,15 @@ exit 0
 #: in the sandbox, which the sandbox user could rewrite, tells the thaw what to leave. Not the
 #: engine's cgroup freezer: a ``docker exec`` whose start races a freeze is caught in the frozen
 #: cgroup and wedges the container (its unpause and removal hang with it until a host's root
-#: kills the exec), while a stopped process keeps no new process from starting.
+#: kills the exec), while a stopped process keeps no new process from starting. But the kill
+#: reaches an exec's own start too: runc's init, between taking the sandbox user's uid and
+#: becoming the command, is the sandbox user's; stopped there, it held the engine's start of the
+#: exec and with it every exit and start of the container (the freeze's own exec, the thaw, its
+#: removal) until a host's root continued it. So it is continued at once: a process whose parent
+#: is outside the sandbox (the engine's runc) and whose name is runc's init stage. The sandbox
+#: user cannot make a process with no parent in the sandbox (orphans go to its init), only
+#: rename the one a docker exec started: at worst that one process runs on through the freeze,
+#: in its own sandbox, under its limits.
 FREEZE_SANDBOX = (
     STAT_FUNCTION
     + r"""
@@ -174,6 +182,14 @@ for f in /proc/[0-9]*/stat; do
   esac
 done
 kill -STOP -1 2>/dev/null
+for f in /proc/[0-9]*/stat; do
+  __sl_stat "$f" || continue
+  set -- $__sl_fields
+  [ "$2" = 0 ] || continue
+  IFS= read -r name < "${f%/stat}/comm" 2>/dev/null || continue
+  [ "$name" = "runc:[2:INIT]" ] || continue
+  p=${f#/proc/}; kill -CONT "${p%/stat}" 2>/dev/null
+done
 exit 0
 """
 )

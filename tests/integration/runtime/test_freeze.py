@@ -3,7 +3,9 @@
 process, a one-shot of an agent) once wedged the container for good (its unpause and its
 removal hung until a host's root killed the exec). Now a freeze racing execs never wedges
 anything, the sandbox's processes stand still while it is frozen and go on after the thaw, and
-a process stopped before the freeze stays stopped."""
+a process stopped before the freeze stays stopped. An exec's own start caught by the freeze
+(runc's init, already the sandbox user's, not yet the command) is continued at once: stopped,
+it held the engine's start of the exec and every exit and start of the container after it."""
 
 from __future__ import annotations
 
@@ -67,3 +69,42 @@ async def test_a_frozen_sandbox_stands_still_and_goes_on_after_the_thaw(
     # stopped by its own session before the freeze: the thaw leaves it so
     state = await sh(rt, ref, 'set -- $(cat /proc/$(cat /tmp/held)/stat); echo "$3"')
     assert state.strip() == "T"
+
+
+async def _state(rt: DockerRuntime, ref: str, pid: int) -> str:
+    return (await sh(rt, ref, f'set -- $(cat /proc/{pid}/stat); echo "$3"')).strip()
+
+
+async def test_an_execs_start_caught_by_the_freeze_is_continued_and_a_lookalike_is_not(
+    docker_runtime: DockerRuntime, ref: str
+) -> None:
+    """Deterministic: runc's init in its last stage is a process whose parent is outside the
+    sandbox (the engine's runc) named ``runc:[2:INIT]``. One is made so (a docker exec's own
+    process that renames itself): the freeze must leave it running. A process of the sandbox
+    user's own renamed alike (its parent is in the sandbox) is stopped like any other. On the
+    old freeze both stood stopped, and a real one wedged the container."""
+    rt = docker_runtime
+    rename = 'printf "runc:[2:INIT]" > /proc/$$/comm'
+    _exe, stream = await rt.attach(ref, ["/bin/sh", "-c", f"{rename}; echo $$; while :; do sleep 1; done"])
+    starting = lookalike = 0
+    try:
+        first = await asyncio.wait_for(stream.read_out(), 10)
+        assert first is not None
+        starting = int(first.data.split()[0])
+        own = f"{rename}; echo $$ > /tmp/lookalike; while :; do sleep 1; done"
+        await sh(rt, ref, f"(sh -c '{own}' &) >/dev/null 2>&1")
+        wait = "while ! [ -s /tmp/lookalike ]; do sleep 0.01; done; cat /tmp/lookalike"
+        lookalike = int((await sh(rt, ref, wait)).strip())
+        names = await sh(rt, ref, f"cat /proc/{starting}/comm /proc/{lookalike}/comm")
+        assert names == "runc:[2:INIT]\nrunc:[2:INIT]\n"
+        assert (await sh(rt, ref, f"set -- $(cat /proc/{starting}/stat); echo $4")).strip() == "0"
+        stopped = await asyncio.wait_for(rt.pause(ref), 30)
+        assert await _state(rt, ref, starting) in {"R", "S"}
+        assert await _state(rt, ref, lookalike) == "T"
+        await asyncio.wait_for(rt.unpause(ref, stopped), 30)
+        assert await _state(rt, ref, lookalike) in {"R", "S"}
+    finally:
+        left = " ".join(str(pid) for pid in (starting, lookalike) if pid)
+        if left:
+            await sh(rt, ref, f"kill -9 {left} 2>/dev/null; true")
+        await stream.close()
