@@ -2,7 +2,8 @@
 # Runs every check and test. On a fresh machine it first installs and starts what is missing:
 # Python dependencies (uv), Docker (Debian's docker.io, dockerd in the background), the
 # offline-built images, bubblewrap, and PostgreSQL (uses 127.0.0.1:5432, or
-# SANDLOT_TEST_DATABASE_URL). Extra arguments go to pytest.
+# SANDLOT_TEST_DATABASE_URL). Extra arguments go to pytest. A failed test is rerun once; see
+# tests/flaky.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
@@ -31,4 +32,6 @@ DOCKER_HOST=unix:///nonexistent SANDLOT_TEST_DATABASE_URL=postgresql://nobody@12
   uv run pytest tests/unit -q -p no:cacheprovider
 
 log "tests"
-uv run pytest "$@"
+# A test that fails runs once more at once (pytest-rerunfailures); the run passes only if that
+# try passes, and names each such test at its very end: FLAKY <test id>: <first error line>.
+uv run pytest --reruns 1 --durations=25 "$@"

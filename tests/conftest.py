@@ -20,6 +20,7 @@ from sandlot.runtime.docker import DockerRuntime
 from sandlot.runtime.local import LocalRuntime
 from sandlot.runtime.shells import ShellManager
 from sandlot.store import migrate
+from tests.flaky import pytest_terminal_summary  # noqa: F401  (a hook: the FLAKY lines)
 
 #: Every container and local sandbox of this test run carries a label value starting with this.
 INSTANCE = f"test-{os.getpid()}-{secrets.token_hex(3)}"

@@ -12,7 +12,7 @@ from litestar.params import FromPath, JSONBody, QueryParameter
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
 from sandlot.api.process_schemas import ProcessInput, ProcessOut, ProcessStart
-from sandlot.api.ws import Close, first_to_finish, until_disconnected
+from sandlot.api.ws import Close, first_to_finish, refusal, until_disconnected
 from sandlot.domain.errors import InvalidInput, SandlotError
 
 __all__ = ["ProcessController"]
@@ -163,6 +163,6 @@ class ProcessController(Controller):
                 return Close()
             except SandlotError as exc:
                 await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
-                return Close(1011, exc.code)
+                return refusal(exc)
 
         await first_to_finish(socket, pump(), until_disconnected(socket))

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
-from sandlot.api.ws import Close, first_to_finish, receive_frame
+from sandlot.api.ws import Close, first_to_finish, receive_frame, refusal
 from sandlot.domain.errors import SandlotError
 from sandlot.runtime.base import PtyStream
 from sandlot.services.accounts import Principal
@@ -68,7 +68,8 @@ async def _serve(
         term = await terminals.open(principal, target, session=session, cols=size[0], rows=size[1])
     except SandlotError as exc:
         await socket.send_json({"type": "error", "code": exc.code, "message": exc.message})
-        await socket.close(code=1011)
+        closing = refusal(exc)
+        await socket.close(code=closing.code, reason=closing.reason)
         return
 
     async def output() -> Close:

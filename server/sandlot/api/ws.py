@@ -2,7 +2,8 @@
 receive a client's frames within a size bound.
 
 Close codes the handlers use: 1000 (done), 1009 (a frame over :data:`MAX_FRAME_BYTES`),
-1011 (the sandbox could not be reached, or a bug: the latter is logged with its traceback).
+1011 (a refusal once the handshake was accepted, its reason ``code: message``; the sandbox could
+not be reached; or a bug: the latter is logged with its traceback).
 Refusals (no key, a bad token, a stranger's terminal) come before the handshake is accepted:
 granian answers them with HTTP 403.
 """
@@ -21,7 +22,15 @@ from litestar.exceptions import WebSocketDisconnect
 
 from sandlot.domain.errors import SandlotError
 
-__all__ = ["MAX_FRAME_BYTES", "TOO_BIG", "Close", "first_to_finish", "receive_frame", "until_disconnected"]
+__all__ = [
+    "MAX_FRAME_BYTES",
+    "TOO_BIG",
+    "Close",
+    "first_to_finish",
+    "receive_frame",
+    "refusal",
+    "until_disconnected",
+]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +43,8 @@ MAX_FRAME_BYTES = 1 << 20
 #: RFC 6455 "message too big".
 TOO_BIG = 1009
 _INTERNAL = 1011
+#: RFC 6455: a close frame's reason is at most 123 bytes of UTF-8.
+_REASON_BYTES = 123
 _EXPECTED = (asyncio.CancelledError, WebSocketDisconnect, RuntimeError, SandlotError)
 
 
@@ -43,6 +54,17 @@ class Close:
 
     code: int = 1000
     reason: str = ""
+
+
+def refusal(exc: SandlotError) -> Close:
+    """The close after a refusal that came once the handshake was accepted: 1011, its reason
+    ``code: message`` cut to what a close frame holds. Handlers send the error as a JSON frame
+    first, but the close frame is what always arrives: granian closes the TCP connection right
+    after it, so a client frame the app never read makes the kernel answer with a reset, and a
+    client may drop the frames it read together with the close (websockets' sync client does
+    when its echo of the close fails)."""
+    reason = f"{exc.code}: {exc.message}".encode(errors="replace")[:_REASON_BYTES]
+    return Close(_INTERNAL, reason.decode(errors="ignore"))
 
 
 async def first_to_finish(socket: WebSocket, *work: Coroutine[Any, Any, Close | None]) -> None:
