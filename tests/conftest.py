@@ -21,6 +21,7 @@ from sandlot.runtime.local import LocalRuntime
 from sandlot.runtime.shells import ShellManager
 from sandlot.store import migrate
 from tests.flaky import pytest_terminal_summary  # noqa: F401  (a hook: the FLAKY lines)
+from tests.sweep import sweep
 
 #: Every container and local sandbox of this test run carries a label value starting with this.
 INSTANCE = f"test-{os.getpid()}-{secrets.token_hex(3)}"
@@ -38,7 +39,7 @@ def _db_url(admin: str, name: str) -> str:
 
 async def create_pg_database() -> str:
     """Create an empty database for this run and return its URL."""
-    name = f"sandlot_test_{secrets.token_hex(4)}"
+    name = f"sandlot_{INSTANCE.replace('-', '_')}_{secrets.token_hex(2)}"  # swept by its run's pid
     conn = await asyncpg.connect(PG_ADMIN_URL)
     try:
         await conn.execute(f'CREATE DATABASE "{name}"')
@@ -65,14 +66,26 @@ async def pg_url() -> AsyncIterator[str]:
     await drop_pg_database(url)
 
 
+def _unit_only(request: pytest.FixtureRequest) -> bool:
+    unit = Path(__file__).parent / "unit"
+    return all(item.path.is_relative_to(unit) for item in request.session.items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+async def _sweep_killed_runs(request: pytest.FixtureRequest) -> None:
+    """At the start of the run, remove what a killed earlier run left (tests/sweep.py). A run
+    of unit tests alone needs no Docker and no database, so it skips this."""
+    if not _unit_only(request):
+        await sweep(PG_ADMIN_URL)
+
+
 @pytest.fixture(scope="session", autouse=True)
 async def _remove_leftover_containers(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     """At the end of the run, remove whatever this run's containers are left (their instance
     label starts with INSTANCE; apps started by the tests use INSTANCE-<suffix>). A run of unit
     tests alone needs no Docker, so it skips this."""
     yield
-    unit = Path(__file__).parent / "unit"
-    if all(item.path.is_relative_to(unit) for item in request.session.items):
+    if _unit_only(request):
         return
     docker = aiodocker.Docker()
     try:

@@ -1,6 +1,7 @@
 """A PostgreSQL server of the test's own, that it may stop and start (the shared one on 5432
-is never touched): a cluster made by ``initdb`` in a temporary directory owned by the
-``postgres`` user, listening on a free port of 127.0.0.1 with its socket in that directory.
+is never touched): a cluster made by ``initdb`` in a temporary directory (named for the run:
+``tests/sweep.py``) owned by the ``postgres`` user, listening on a free port of 127.0.0.1 with
+its socket in that directory.
 Every command runs as ``postgres`` through its own ``pg_ctl``."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from tests.conftest import INSTANCE
 from tests.integration.servers import free_port
 
 __all__ = ["OwnPostgres"]
@@ -23,8 +25,8 @@ def _bin(name: str) -> str:
 
 
 class OwnPostgres:
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="sandlot-faults-pg-"))
+    def __init__(self, run: str = INSTANCE) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"{run}-pg-"))  # swept by its run's pid
         self.data = self.root / "data"
         self.port = free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"

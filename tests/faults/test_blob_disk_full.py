@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import BUSYBOX
+from tests.conftest import BUSYBOX, INSTANCE
 from tests.faults.conftest import (
     HASHES,
     assert_blobs_whole,
@@ -35,8 +35,8 @@ WORKSPACE_BYTES = 10_000_000
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 32 MiB tmpfs at ``tmp_path/data``, unmounted at the end."""
-    data = tmp_path / "data"
+    """A 32 MiB tmpfs in ``tmp_path`` (named for the run: tests/sweep.py), unmounted at the end."""
+    data = tmp_path / f"{INSTANCE}-disk"
     data.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(data)], check=True)
     try:

@@ -1,0 +1,113 @@
+"""What a killed earlier test run left on the machine, found by its name and removed when a run
+starts.
+
+Everything a run makes outside its pytest temporary directory carries the run's name,
+``test-<pid>-<6 hex>`` (``tests.conftest.INSTANCE``; ``sandlot_test_<pid>_<hex>`` for a
+database, whose name takes no dashes): its containers' instance label, its databases, the
+tmpfs it mounts, the directories of the PostgreSQL servers it starts. A name whose pid no
+longer runs is a leftover: its PostgreSQL server is stopped (by its own ``pg_ctl``), its mounts
+unmounted (lazily), its directories, databases and containers removed. A name whose pid runs
+(this run, or another run beside it) and a name that is not a run's are left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+import aiodocker
+import asyncpg
+
+from sandlot.runtime.base import LABEL_INSTANCE
+
+__all__ = ["DIRS", "leftover", "sweep", "sweep_databases", "sweep_dirs", "sweep_mounts"]
+
+_RUN = re.compile(r"(?:^|/)(?:test-|sandlot_test_)(\d+)[-_][0-9a-f]{6}(?:$|[-_])")
+#: Where a run makes directories of its own (named with its run name).
+DIRS = (Path("/tmp"),)
+
+
+def leftover(name: str) -> bool:
+    """True when ``name`` is a run's and that run's process is gone."""
+    found = _RUN.search(name)
+    if found is None:
+        return False
+    try:
+        os.kill(int(found.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
+
+
+def sweep_mounts(mounts: Path = Path("/proc/self/mounts")) -> list[str]:
+    """Unmount (lazily) every mount whose mount point is a leftover's; deepest first."""
+    points = [line.split()[1] for line in mounts.read_text().splitlines() if len(line.split()) > 1]
+    gone = sorted((p for p in points if leftover(p)), key=len, reverse=True)
+    for point in gone:
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False, timeout=30)
+    return gone
+
+
+def sweep_dirs(roots: Iterable[Path] = DIRS) -> list[Path]:
+    """Remove every leftover's directory directly under ``roots``, stopping the PostgreSQL
+    server one holds first."""
+    removed: list[Path] = []
+    for root in roots:
+        for path in sorted(root.glob("test-*")):
+            if not (path.is_dir() and leftover(path.name)):
+                continue
+            for pid_file in path.glob("*/postmaster.pid"):
+                _stop_postgres(pid_file.parent)
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _stop_postgres(data: Path) -> None:
+    pg_ctl = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"))
+    if pg_ctl:
+        stop = [str(pg_ctl[-1]), "-D", str(data), "-m", "immediate", "stop"]
+        subprocess.run(["runuser", "-u", "postgres", "--", *stop], capture_output=True, timeout=60)
+
+
+async def sweep_databases(admin_url: str) -> list[str]:
+    """Drop every leftover's database on the server of ``admin_url``."""
+    conn = await asyncpg.connect(admin_url)
+    try:
+        rows = await conn.fetch("SELECT datname FROM pg_database WHERE datname LIKE 'sandlot_test_%'")
+        names = [r["datname"] for r in rows if leftover(r["datname"])]
+        for name in names:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+    return names
+
+
+async def sweep_containers() -> list[str]:
+    """Remove every container whose instance label is a leftover's."""
+    removed: list[str] = []
+    docker = aiodocker.Docker()
+    try:
+        for c in await docker.containers.list(all=True, filters={"label": [LABEL_INSTANCE]}):
+            if leftover(c._container.get("Labels", {}).get(LABEL_INSTANCE, "")):
+                with contextlib.suppress(aiodocker.DockerError):
+                    await c.delete(force=True, v=True)
+                    removed.append(c.id)
+    finally:
+        await docker.close()
+    return removed
+
+
+async def sweep(admin_url: str) -> None:
+    """Everything above, mounts before the directories that hold them."""
+    sweep_mounts()
+    sweep_dirs()
+    await sweep_databases(admin_url)
+    await sweep_containers()
