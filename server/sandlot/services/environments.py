@@ -20,7 +20,7 @@ from sandlot.services.accounts import Principal
 from sandlot.services.coalesce import Coalesced
 from sandlot.services.sandboxes import IMAGE_RE
 from sandlot.store.repositories import EnvironmentRepository
-from sandlot.store.tables import Environment
+from sandlot.store.tables import ID_RE, Environment
 from sandlot.store.types import utcnow
 
 __all__ = ["CONFIG_CACHE_SECONDS", "EnvironmentService"]
@@ -99,6 +99,11 @@ class EnvironmentService:
         if unknown:
             raise InvalidInput(f"unknown fields {sorted(unknown)}")
         self._validate({"images": fields.get("images"), **fields})
+        if ID_RE.match(name):
+            raise InvalidInput(
+                f"{name!r} looks like an id (three letters, '_', 16 hex digits): pick another name",
+                field="name",
+            )
         env = Environment(tenant_id=principal.tenant_id, name=name, **fields)
         async with self._sessions.begin() as session:
             return await EnvironmentRepository(session, principal.tenant_id).add(env)

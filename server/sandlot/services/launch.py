@@ -35,7 +35,7 @@ from sandlot.store.repositories import SessionRepository
 from sandlot.store.tables import Asset, Environment, Sandbox, Session, Snapshot, new_id
 from sandlot.store.types import utcnow
 
-__all__ = ["ManifestFile", "SessionLauncher", "check_client_ref", "new_session"]
+__all__ = ["ManifestFile", "SessionLauncher", "check_client_ref", "new_session", "one_tenant"]
 
 log = logging.getLogger(__name__)
 
@@ -224,3 +224,20 @@ class SessionLauncher:
             await self._sandboxes.shutdown(box.id, f"session start failed: {exc}"[:500])
         with contextlib.suppress(NotFound):
             await self._finish(sid, f"start failed: {exc}"[:500])
+
+
+def one_tenant(env: Environment, snap: Snapshot | None, placed: Sequence[tuple[Asset, str]] | None) -> None:
+    """What a session start names is one tenant's: an operator sees every tenant's objects, and
+    a snapshot or an asset of another tenant than the environment's would put its files in a
+    session of the environment's tenant."""
+    if snap is not None and snap.tenant_id != env.tenant_id:
+        raise InvalidInput(
+            f"snapshot {snap.id} and environment {env.name!r} belong to different tenants",
+            field="snapshot_id",
+        )
+    for asset, _ in placed or ():
+        if asset.tenant_id != env.tenant_id:
+            raise InvalidInput(
+                f"asset {asset.name!r} and environment {env.name!r} belong to different tenants",
+                field="assets",
+            )

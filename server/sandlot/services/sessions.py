@@ -31,7 +31,7 @@ from sandlot.services.assets import AssetService
 from sandlot.services.calls import ActivityCalls
 from sandlot.services.environments import EnvironmentService
 from sandlot.services.expiry import SWEEP_PARALLEL, at_most, due_reason
-from sandlot.services.launch import ManifestFile, SessionLauncher, check_client_ref, new_session
+from sandlot.services.launch import ManifestFile, SessionLauncher, check_client_ref, new_session, one_tenant
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
@@ -175,6 +175,7 @@ class SessionService:
         principal.require(Scope.SANDBOXES_WRITE)
         check_client_ref(session_id)
         env = await self._environments.cached(principal.visible_tenant, environment)
+        one_tenant(env, snap, placed)
         chosen = self._launcher.pick_image(env, image, feature)
         files = [(resolve_workspace_path("/workspace", f.path), f) for f in manifest]
         row = new_session(env, chosen, session_id)

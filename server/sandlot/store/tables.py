@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from datetime import datetime
 from typing import Any
@@ -12,6 +13,7 @@ from sqlmodel import Field, SQLModel
 from sandlot.store.types import UtcDateTime, utcnow
 
 __all__ = [
+    "ID_RE",
     "STORAGE_CONTENT",
     "STORAGE_TAR",
     "Activity",
@@ -30,6 +32,11 @@ __all__ = [
 def new_id(prefix: str) -> str:
     """A short random id with a readable type prefix, e.g. ``sbx_3f9a0c1d2e4b5a69``."""
     return f"{prefix}_{secrets.token_hex(8)}"
+
+
+#: What :func:`new_id` makes. A name a caller gives may not look like one: an id then always
+#: means the object it names, never an object of the same name (in another tenant's hands).
+ID_RE = re.compile(r"^[a-z]{3}_[0-9a-f]{16}$")
 
 
 def _ts(**kw: Any) -> Any:

@@ -8,7 +8,7 @@ import secrets
 from litestar.testing import AsyncTestClient
 
 from tests.conftest import BUSYBOX
-from tests.integration.conftest import NewTenant, key_of
+from tests.integration.conftest import Headers, NewTenant, key_of
 from tests.integration.console.test_sign_in import _csrf, _sign_in
 
 
@@ -88,3 +88,34 @@ async def test_create_change_and_delete_an_environment_from_the_console(
     gone = await browser.post(f"/console/environments/{name}/delete", data={"_csrf_token": _csrf(made.text)})
     assert gone.status_code == 200 and f"env-{name}" not in gone.text
     assert (await client.get(f"/v1/environments/{name}", headers=alice)).status_code == 404
+
+
+async def test_an_operators_forms_on_two_tenants_shared_name_change_only_their_own_row(
+    browser: AsyncTestClient, client: AsyncTestClient, new_tenant: NewTenant, operator: Headers
+) -> None:
+    """Two tenants each have an environment named alike; an operator's "Set" and "Delete" on
+    one row reach that row's environment (the forms post by id; by name they changed the
+    other tenant's, or now would be refused as ambiguous)."""
+    b, c = await new_tenant(), await new_tenant()
+    name = f"shared-{secrets.token_hex(3)}"
+    envs = []
+    for tenant in (b, c):
+        made = await client.post("/v1/environments", json={"name": name, "images": [BUSYBOX]}, headers=tenant)
+        assert made.status_code == 201, made.text
+        envs.append(made.json())
+    await _sign_in(browser, key_of(operator))
+    page = await browser.get("/console/environments/")
+    for env in envs:
+        assert f'action="/console/environments/{env["id"]}"' in page.text
+        assert f'action="/console/environments/{env["id"]}/delete"' in page.text
+    set_c = await browser.post(
+        f"/console/environments/{envs[1]['id']}", data={"pids": "55", "_csrf_token": _csrf(page.text)}
+    )
+    assert set_c.status_code == 200 and 'role="alert"' not in set_c.text, set_c.text[-1500:]
+    assert (await client.get(f"/v1/environments/{name}", headers=c)).json()["pids"] == 55
+    assert (await client.get(f"/v1/environments/{name}", headers=b)).json()["pids"] != 55
+    token = {"_csrf_token": _csrf(page.text)}
+    gone = await browser.post(f"/console/environments/{envs[0]['id']}/delete", data=token)
+    assert gone.status_code == 200
+    assert (await client.get(f"/v1/environments/{name}", headers=b)).status_code == 404
+    assert (await client.get(f"/v1/environments/{name}", headers=c)).status_code == 200

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import or_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from sandlot.domain.errors import Conflict, NotFound
-from sandlot.store.tables import (
-    Environment,
-)
+from sandlot.domain.errors import Conflict, InvalidInput, NotFound
+from sandlot.store.tables import ID_RE, Environment
 
 __all__ = ["EnvironmentRepository"]
 
@@ -42,13 +39,18 @@ class EnvironmentRepository:
         return (await self.session.scalars(query)).first()
 
     async def get(self, id_or_name: str) -> Environment:
-        query = self._scoped().where(
-            or_(col(Environment.id) == id_or_name, col(Environment.name) == id_or_name)
-        )
-        found = (await self.session.scalars(query)).first()
-        if found is None:
+        """The environment with this id, or else this name. A name is one tenant's: across
+        every tenant (an operator's view) a name two tenants use names neither (422)."""
+        column = Environment.id if ID_RE.match(id_or_name) else Environment.name
+        found = (await self.session.scalars(self._scoped().where(col(column) == id_or_name).limit(2))).all()
+        if not found:
             raise NotFound(f"no environment {id_or_name!r}")
-        return found
+        if len(found) > 1:
+            raise InvalidInput(
+                f"more than one tenant has an environment named {id_or_name!r}: name it by its id",
+                field="environment",
+            )
+        return found[0]
 
     async def list(self) -> Sequence[Environment]:
         return (await self.session.scalars(self._scoped().order_by(col(Environment.name)))).all()
