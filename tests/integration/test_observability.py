@@ -207,11 +207,23 @@ async def test_apps_in_one_process_each_trace_to_their_own_provider(
             assert (await client.delete(f"/v1/sessions/{sid}", headers=headers)).status_code == 204
 
 
-async def test_metrics_parse_and_count_acquisitions(client: AsyncTestClient, new_tenant: NewTenant) -> None:
+async def test_metrics_are_an_operators_only(
+    client: AsyncTestClient, new_tenant: NewTenant, operator: Headers
+) -> None:
+    """Without a key 401, with a tenant's 403 (it answered both, #27 finding 7); an operator's 200."""
+    assert (await client.get("/metrics")).status_code == 401
+    tenant = await client.get("/metrics", headers=await new_tenant())
+    assert tenant.status_code == 403 and "sandlot_" not in tenant.text
+    assert (await client.get("/metrics", headers=operator)).status_code == 200
+
+
+async def test_metrics_parse_and_count_acquisitions(
+    client: AsyncTestClient, new_tenant: NewTenant, operator: Headers
+) -> None:
     headers = await new_tenant()
 
     async def scrape() -> dict[str, float]:
-        resp = await client.get("/metrics")
+        resp = await client.get("/metrics", headers=operator)
         assert resp.status_code == 200
         assert resp.headers["content-type"].startswith("text/plain")
         samples: dict[str, float] = {}
@@ -249,7 +261,7 @@ async def test_metrics_parse_and_count_acquisitions(client: AsyncTestClient, new
     assert after['sandlot_sandboxes{"status": "in_session"}'] >= 3
     assert after['sandlot_node_up{"runtime": "docker"}'] == 1
     assert any(k.startswith("sandlot_pool_target") for k in after)
-    text = (await client.get("/metrics")).text
+    text = (await client.get("/metrics", headers=operator)).text
     assert "Bearer" not in text and "ten_" not in text  # no tenant ids or secrets in labels
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import random
 import tarfile
 
 import pytest
@@ -157,6 +158,34 @@ def test_not_an_archive_and_a_truncated_one_are_422() -> None:
     whole = make_tar(("f", "file", b"x" * 5000), mode="w:gz")
     with pytest.raises(InvalidInput):
         check(whole[: len(whole) // 2])
+
+
+@pytest.mark.parametrize("cut", [4, 8])  # into the gzip trailer (its CRC, its length)
+def test_a_gzip_cut_after_its_tar_but_before_its_end_is_422(cut: int) -> None:
+    """The tar inside is whole and ends, so a reader that stops at the tar's end never sees
+    the gzip stream cut short: it was unpacked and answered 200 (#27 finding 7)."""
+    noise = random.Random(7).randbytes(300_000)  # does not compress: read in many pieces
+    whole = make_tar(("f", "file", noise), ("g", "file", b"y"), mode="w:gz")
+    assert [m.name for m in check(whole)[1]] == ["f", "g"]
+    with pytest.raises(InvalidInput, match="not a valid archive"):
+        check(whole[:-cut])
+    corrupt = whole[:-8] + bytes(b ^ 0xFF for b in whole[-8:-4]) + whole[-4:]  # a wrong CRC
+    with pytest.raises(InvalidInput, match="not a valid archive"):
+        check(corrupt)
+
+
+def test_a_tar_cut_where_a_header_should_be_is_422_plain_or_compressed() -> None:
+    """A tar cut between two members (or inside a header) looked whole to tarfile: the first
+    member was unpacked and the upload answered 200 (#27 finding 7)."""
+    whole = make_tar(("f", "file", b"x" * 1000), ("g", "file", b"y"))
+    second = 512 + 1024  # the first member's header and its two blocks of content
+    for cut in (whole[:second], whole[: second + 100]):
+        with pytest.raises(InvalidInput, match="cut short"):
+            check(cut)
+        with pytest.raises(InvalidInput, match="cut short"):
+            check(gzip.compress(cut))  # a whole gzip stream of a cut tar
+    one_zero_block = whole[: second + 512 + 512] + bytes(512)  # g and a single end block
+    assert [m.name for m in check(one_zero_block)[1]] == ["f", "g"]
 
 
 def test_names_with_newlines_and_other_bytes_come_through_whole() -> None:

@@ -7,9 +7,10 @@ from typing import Any
 from litestar import Controller, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 
-from sandlot.api.deps import ServicesDep
+from sandlot.api.deps import PrincipalDep, ServicesDep
 from sandlot.api.problems import problems
 from sandlot.domain.errors import NotFound
+from sandlot.domain.keys import Scope
 
 __all__ = ["HealthController"]
 
@@ -25,11 +26,14 @@ class HealthController(Controller):
 
     @get(
         "/metrics",
-        summary="Prometheus metrics (no tenant data in them)",
+        summary="Prometheus metrics (an operator key; no tenant data in them)",
         media_type=_PROMETHEUS,
-        responses=problems(404, base=()),
+        responses=problems(404),
     )
-    async def metrics(self, services: ServicesDep) -> Response[bytes]:
+    async def metrics(self, services: ServicesDep, principal: PrincipalDep) -> Response[bytes]:
+        """For an operator key only: the figures are the whole service's (sandboxes, pools,
+        errors), which a tenant, or anyone who reaches the port, has no business reading."""
+        principal.require(Scope.OPERATOR)
         if not services.settings.metrics_enabled:
             raise NotFound("metrics are disabled (SANDLOT_METRICS_ENABLED=false)")
         return Response(

@@ -64,6 +64,9 @@ EnvMap = Annotated[dict[Annotated[str, Field(max_length=128)], _Value], _at_most
 CommandEnv = Annotated[dict[str, _Value], _at_most(256)]
 #: Features by name, with their configuration.
 FeatureMap = Annotated[dict[str, dict[str, Any] | None], _at_most(64)]
+#: A sandbox's CPUs: the engine refuses less than a hundredth of one (its error, with the
+#: host's cgroup path, came back as a 503).
+Cpus = Annotated[float, Field(ge=0.01, le=256)]
 #: A user a command runs as (a name or a numeric uid, no group).
 User = Annotated[str, Field(min_length=1, max_length=32, pattern=USER_PATTERN)]
 #: Users an environment lets commands run as.
@@ -90,7 +93,7 @@ class SandboxCreate(In):
     image: Annotated[str | None, Field(max_length=300)] = None
     env: EnvMap = Field(default_factory=dict)
     memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
-    cpus: Annotated[float | None, Field(gt=0, le=256)] = None
+    cpus: Cpus | None = None
     pids: Annotated[int | None, Field(ge=8, le=1 << 20)] = None
     disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool = False
@@ -206,7 +209,7 @@ class EnvironmentFields(In):
     features: FeatureMap = Field(default_factory=dict)
     pool_size: PoolSize = 0
     memory_mb: Annotated[int, Field(ge=16, le=1 << 20)] = 512
-    cpus: Annotated[float, Field(gt=0, le=256)] = 1.0
+    cpus: Cpus = 1.0
     pids: Annotated[int, Field(ge=8, le=1 << 20)] = 256
     disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool = False
@@ -236,7 +239,7 @@ class EnvironmentUpdate(In):
     features: FeatureMap | None = None
     pool_size: PoolSize | None = None
     memory_mb: Annotated[int | None, Field(ge=16, le=1 << 20)] = None
-    cpus: Annotated[float | None, Field(gt=0, le=256)] = None
+    cpus: Cpus | None = None
     pids: Annotated[int | None, Field(ge=8, le=1 << 20)] = None
     disk_mb: Annotated[int | None, Field(ge=16, le=1 << 24)] = None
     network: bool | None = None

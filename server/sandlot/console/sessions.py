@@ -119,11 +119,11 @@ class SessionsController(Controller):
         read = await services.sessions.call(
             user, session_id, "files", "read", {"path": path, "encoding": "base64"}
         )
-        name = path.rstrip("/").rsplit("/", 1)[-1].replace('"', "") or "file"
+        name = path.rstrip("/").rsplit("/", 1)[-1] or "file"
         return Response(
             base64.b64decode(read["content"]),
             media_type="application/octet-stream",
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+            headers={"Content-Disposition": _attachment(name)},
         )
 
     @post("/{session_id:str}/files", status_code=200)
@@ -149,3 +149,12 @@ class SessionsController(Controller):
         except SandlotError as exc:
             context["error"] = exc.message
         return Template("console/_files.html", context=context)
+
+
+def _attachment(name: str) -> str:
+    """A ``Content-Disposition`` for a download named ``name``, which a tenant chose: any
+    character at all (CR and LF among them, which made the header a 500). An ASCII stand-in in
+    ``filename`` and the name itself percent-encoded in ``filename*`` (RFC 6266)."""
+    plain = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in name)
+    encoded = quote(name.encode(errors="replace"), safe="")
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{encoded}"

@@ -9,8 +9,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from litestar import Router
+from litestar import Response, Router
 from litestar.config.csrf import CSRFConfig
+from litestar.datastructures import ResponseHeader
 from litestar.di import Provide
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
@@ -25,10 +26,18 @@ from sandlot.console.sessions import SessionsController
 from sandlot.domain.errors import NotAuthenticated
 from sandlot.settings import Settings
 
-__all__ = ["CONSOLE", "ConsoleParts", "console_parts", "web_dir"]
+__all__ = ["CONSOLE", "HEADERS", "ConsoleParts", "console_parts", "web_dir"]
 
 #: Where the console is mounted.
 CONSOLE = "/console"
+#: On every console answer: no page of it inside another site's frame (clickjacking a signed-in
+#: operator's "Delete"), no content type guessed from a body, no console address sent elsewhere.
+HEADERS = {
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
 
 
 def web_dir() -> Path:
@@ -46,6 +55,7 @@ class ConsoleParts:
 
 def console_parts(settings: Settings) -> ConsoleParts:
     web = web_dir()
+    headers = [ResponseHeader(name=name, value=value) for name, value in HEADERS.items()]  # pages
     router = Router(
         path=CONSOLE,
         route_handlers=[
@@ -56,10 +66,13 @@ def console_parts(settings: Settings) -> ConsoleParts:
             AccountsController,
             EnvironmentsController,
             SessionsController,
-            create_static_files_router(path="/static", directories=[web / "static"], name="console-static"),
+            create_static_files_router(
+                path="/static", directories=[web / "static"], name="console-static", after_request=_secured
+            ),
         ],
         dependencies={"user": Provide(signed_in)},
         exception_handlers={NotAuthenticated: to_sign_in},
+        response_headers=headers,
         include_in_schema=False,
     )
     csrf = CSRFConfig(
@@ -71,6 +84,12 @@ def console_parts(settings: Settings) -> ConsoleParts:
     )
     templates = TemplateConfig(directory=web / "templates", engine=JinjaTemplateEngine)
     return ConsoleParts(router, templates, csrf)
+
+
+async def _secured(response: Response) -> Response:
+    """The static files' answers get :data:`HEADERS` too (their router takes no headers)."""
+    response.headers.update(HEADERS)
+    return response
 
 
 def _node_secret(data_dir: Path) -> str:

@@ -13,11 +13,11 @@ import gzip
 import io
 import lzma
 import tarfile
-from typing import IO, Any, cast
+from typing import IO, Any, Self, cast
 
 from sandlot.domain.errors import InvalidInput, PayloadTooLarge
 
-__all__ = ["MAX_HEADER", "BoundedInfo", "Budget", "decompressed", "open_bounded"]
+__all__ = ["MAX_HEADER", "BoundedInfo", "Budget", "WholeInfo", "decompressed", "open_bounded"]
 
 MAX_HEADER = 64 << 10  # a long name or an extended (pax) header
 
@@ -64,6 +64,20 @@ class BoundedInfo(tarfile.TarInfo):
     _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _refuse_sparse
 
 
+class WholeInfo(BoundedInfo):
+    """:class:`BoundedInfo` for an archive that must be whole: one that ends where a header
+    should be, without its end-of-archive blocks, was cut short (tarfile takes that for the
+    end, and the members before the cut were kept: an upload unpacked in part, answered 200)."""
+
+    @classmethod
+    def frombuf(cls, buf: bytes | bytearray, encoding: str, errors: str) -> Self:
+        if len(buf) < tarfile.BLOCKSIZE:
+            raise InvalidInput(
+                "the archive ends before its end-of-archive blocks: it was cut short", field="archive"
+            )
+        return super().frombuf(buf, encoding, errors)
+
+
 _EXTENDED = (
     tarfile.GNUTYPE_LONGNAME,
     tarfile.GNUTYPE_LONGLINK,
@@ -92,7 +106,8 @@ def decompressed(reader: IO[bytes]) -> IO[bytes]:
 def open_bounded(reader: IO[bytes], budget: int, *, ignore_zeros: bool = False) -> tarfile.TarFile:
     """A tar stream read from ``reader`` (any compression) through all the bounds above: at
     most ``budget`` decompressed bytes, headers bounded, no sparse files. ``ignore_zeros``:
-    read on past end-of-archive blocks (several archives one after the other). The caller
-    closes it."""
+    read on past end-of-archive blocks (several archives one after the other); otherwise an
+    archive without them is refused (:class:`WholeInfo`). The caller closes it."""
     source = io.BufferedReader(Budget(decompressed(reader), budget), 1 << 16)
-    return tarfile.open(fileobj=source, mode="r|", tarinfo=BoundedInfo, ignore_zeros=ignore_zeros)
+    info = BoundedInfo if ignore_zeros else WholeInfo  # read past zeros: it ends at the stream's end
+    return tarfile.open(fileobj=source, mode="r|", tarinfo=info, ignore_zeros=ignore_zeros)

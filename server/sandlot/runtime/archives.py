@@ -203,12 +203,23 @@ def check_archive(
             copier = _Copier(src, dst, limit=limit, strict=strict, report=report, prefix=prefix)
             for member in src:
                 copier.copy(member)
+            _read_to_the_end(src)
     except tarfile.TarError as exc:
         raise InvalidInput(f"not a valid tar archive: {exc}", field="archive") from exc
     except (EOFError, OSError, lzma.LZMAError, ValueError, OverflowError) as exc:  # corrupt data
         if isinstance(exc, BrokenPipeError | SandlotError):
             raise
         raise InvalidInput(f"not a valid archive: {exc}", field="archive") from exc
+
+
+def _read_to_the_end(src: tarfile.TarFile) -> None:
+    """Read what follows the tar's end (padding, a compressed stream's trailer): a gzip, bzip2
+    or xz stream cut short or corrupt after a whole tar raises only there (EOFError, a bad
+    CRC), and the archive is refused rather than kept in part. Bounded by the same budget."""
+    stream = src.fileobj
+    if stream is not None:
+        while stream.read(1 << 16):
+            pass
 
 
 class _Copier:

@@ -157,6 +157,7 @@ async def test_bodies_over_the_limit_get_413(
     [
         ({"image": 5}, "image"),
         ({"memory_mb": 1}, "memory_mb"),
+        ({"cpus": 0.0001}, "cpus"),  # was a 503 with the host's cgroup path in it
         ({"unknown_field": True}, "unknown_field"),
         ({"env": {"BAD NAME": "x"}}, None),
     ],
@@ -169,6 +170,19 @@ async def test_invalid_create_bodies_get_422_naming_the_field(
     assert resp.status_code == 422, resp.text
     if field:
         assert field in resp.text
+
+
+async def test_an_environment_of_a_ten_thousandth_of_a_cpu_is_422(
+    client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    h = await new_tenant()
+    body = {"name": "tiny", "images": [BUSYBOX], "cpus": 0.0001}
+    resp = await client.post("/v1/environments", json=body, headers=h)
+    assert resp.status_code == 422 and "cpus" in resp.text, resp.text
+    made = await client.post("/v1/environments", json={**body, "cpus": 0.5}, headers=h)
+    assert made.status_code == 201, made.text
+    changed = await client.patch("/v1/environments/tiny", json={"cpus": 0.001}, headers=h)
+    assert changed.status_code == 422 and "cpus" in changed.text, changed.text
 
 
 async def test_malformed_json_is_a_4xx_problem(client: AsyncTestClient, new_tenant: NewTenant) -> None:

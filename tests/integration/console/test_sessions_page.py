@@ -56,6 +56,20 @@ async def test_a_sessions_page_its_files_and_its_terminal_token(
         assert up.status_code == 200 and 'data-testid="file-hello.txt"' in up.text, up.text
         down = await browser.get(f"/console/sessions/{mine}/files/download", params={"path": "hello.txt"})
         assert down.content == b"hi from the console\n"
+        # a name with CR, LF, a quote and a non-ASCII letter (any tenant can plant one): was a 500
+        planted = await client.post(
+            f"/v1/sessions/{mine}/features/shell/run",
+            json={"command": "printf x > \"$(printf 'a\\r\\nb\\042\\303\\251.txt')\""},
+            headers=alice,
+        )
+        assert planted.status_code == 200 and planted.json()["exit_code"] == 0, planted.text
+        odd = await browser.get(
+            f"/console/sessions/{mine}/files/download", params={"path": 'a\r\nb"\u00e9.txt'}
+        )
+        assert odd.status_code == 200 and odd.content == b"x", odd.text
+        assert odd.headers["content-disposition"] == (
+            "attachment; filename=\"a__b__.txt\"; filename*=UTF-8''a%0D%0Ab%22%C3%A9.txt"
+        )
         for path in ("../../etc", "/etc"):
             listed = await browser.get(f"/console/sessions/{mine}/files", params={"path": path})
             assert listed.status_code == 200 and 'role="alert"' in listed.text, path

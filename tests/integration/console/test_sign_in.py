@@ -111,3 +111,17 @@ async def test_a_tenant_sees_only_its_own_objects_and_an_operator_sees_all(
     await _sign_in(browser, key_of(operator))
     page = (await browser.get("/console/")).text
     assert names["alice"] in page and names["bob"] in page and "operator" in page
+
+
+async def test_every_console_answer_refuses_frames_and_sniffing(
+    browser: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    """The sign-in page, a signed-in page, a fragment's refusal and a static file all carry the
+    headers (#27 finding 7: none did)."""
+    answers = [await browser.get("/console/login"), await browser.get("/console/static/console.css")]
+    await _sign_in(browser, key_of(await new_tenant()))
+    answers += [await browser.get("/console/"), await browser.get("/console/sandboxes/?status=nonsense")]
+    for resp in answers:
+        assert resp.headers.get("content-security-policy") == "frame-ancestors 'none'", resp.url
+        assert resp.headers.get("x-frame-options") == "DENY", resp.url
+        assert resp.headers.get("x-content-type-options") == "nosniff", resp.url
