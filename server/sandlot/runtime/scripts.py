@@ -259,8 +259,10 @@ rm -rf "$state"
 chmod 755 "$ws" 2>/dev/null  # the workspace itself is as it was given, and can be emptied
 for d in "$ws" $dirs; do
   [ -d "$d" ] || continue
-  # a directory without write (or search) permission keeps its entries: open them all first
-  find "$d" -mindepth 1 -type d -exec chmod u+rwx {} + 2>/dev/null
+  # a directory without write (or search) permission keeps its entries: open each one as find
+  # comes to it, before it goes in (batched with +, the opening came after the walk, which
+  # could not enter a closed directory under a closed directory: every reset failed)
+  find "$d" -mindepth 1 -type d ! -perm -u+rwx -exec chmod u+rwx {} \; 2>/dev/null
   find "$d" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null
 done
 

@@ -123,13 +123,16 @@ async def test_reset_leaves_nothing_of_the_session(docker_runtime: DockerRuntime
     planted = (
         "echo a > /tmp/a; mkdir -p /tmp/d/e && chmod 555 /tmp/d; echo b > /dev/shm/b; "
         "echo c > /workspace/c; mkdir /workspace/ro && chmod 000 /workspace/ro; "
+        # closed directories under closed directories: every reset failed on them (#27)
+        "mkdir -p /workspace/n/m/k && echo z > /workspace/n/m/k/f && "
+        "chmod 000 /workspace/n/m/k /workspace/n/m /workspace/n; "
         "echo q > /dev/mqueue/q 2>/dev/null; (sleep 3000 &); true"
     )
     assert (await _sh(docker_runtime, box, planted)).exit_code == 0
     await docker_runtime.reset(box, "/workspace")
     left = await _sh(docker_runtime, box, "ls -A /tmp /dev/shm /workspace /dev/mqueue; ps -o args")
     listing = left.stdout.decode()
-    for name in ("a\n", "d\n", "b\n", "c\n", "ro\n", "q\n", "sleep 3000"):
+    for name in ("a\n", "d\n", "b\n", "c\n", "ro\n", "n\n", "q\n", "sleep 3000"):
         assert name not in listing, listing
 
 
