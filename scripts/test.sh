@@ -10,7 +10,7 @@ source scripts/lib.sh
 
 ensure_uv
 uv sync --frozen -q
-apt_install busybox-static mmdebstrap bubblewrap chromium
+apt_install busybox-static mmdebstrap bubblewrap chromium strace
 ./scripts/ensure-docker.sh
 uv run sandlot images build-offline
 
@@ -33,5 +33,6 @@ DOCKER_HOST=unix:///nonexistent SANDLOT_TEST_DATABASE_URL=postgresql://nobody@12
 
 log "tests"
 # A test that fails runs once more at once (pytest-rerunfailures); the run passes only if that
-# try passes, and names each such test at its very end: FLAKY <test id>: <first error line>.
-uv run pytest --reruns 1 --durations=25 "$@"
+# try passes, and names each such test at its very end: FLAKY <test id>: <first error line>
+# (the first try's traceback is printed above). At most 5 reruns in a run: past that it is red.
+uv run pytest --reruns 1 --max-suite-reruns 5 --rerun-show-tracebacks --durations=25 "$@"

@@ -76,17 +76,19 @@ class Child:
         loop = self._loop
         if self._popen.stdin is not None:
             sink = asyncio.StreamReaderProtocol(asyncio.StreamReader())
-            transport, _ = await loop.connect_write_pipe(lambda: sink, self._popen.stdin)
+            pipe = _Pipe.taken_from(self._popen.stdin, loop)
+            transport, _ = await loop.connect_write_pipe(lambda: sink, pipe)
             self._transports.append(transport)
             self.stdin = asyncio.StreamWriter(transport, sink, None, loop)
         self.stdout = await self._reader(self._popen.stdout)
         self.stderr = await self._reader(self._popen.stderr)
 
-    async def _reader(self, pipe: IO[bytes] | None) -> asyncio.StreamReader | None:
-        if pipe is None:
+    async def _reader(self, file: IO[bytes] | None) -> asyncio.StreamReader | None:
+        if file is None:
             return None
         reader = asyncio.StreamReader(limit=1 << 16)
         protocol = asyncio.StreamReaderProtocol(reader)
+        pipe = _Pipe.taken_from(file, self._loop)
         transport, _ = await self._loop.connect_read_pipe(lambda: protocol, pipe)
         self._transports.append(transport)
         return reader
@@ -96,6 +98,33 @@ class Child:
         would otherwise stay open here until that process ends)."""
         for transport in self._transports:
             transport.close()
+
+
+class _Pipe:
+    """One end of a command's pipe as the loop's pipe transport gets it, closed exactly once.
+    asyncio's transport closes a pipe by calling its ``close()``; uvloop's has libuv close the
+    descriptor, then calls ``close()`` as well, and a file object closed the number a second
+    time. In between, another thread (a spawn's ``Popen``, a file read in a worker) could have
+    been given that number, and had it closed under it (``EBADF``, or worse, its data going
+    elsewhere). Here ``close()`` closes only where the loop does not."""
+
+    def __init__(self, fd: int, *, loop_closes: bool) -> None:
+        self._fd, self._loop_closes = fd, loop_closes
+
+    @classmethod
+    def taken_from(cls, file: IO[bytes], loop: asyncio.AbstractEventLoop) -> _Pipe:
+        """The descriptor of ``file`` (a copy; ``file`` is closed, once, here)."""
+        fd = os.dup(file.fileno())
+        file.close()
+        return cls(fd, loop_closes=type(loop).__module__.startswith("uvloop"))
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0 and not self._loop_closes:
+            os.close(fd)
 
 
 async def spawn(

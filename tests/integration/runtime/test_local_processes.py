@@ -16,6 +16,8 @@ import contextlib
 import ctypes
 import os
 import secrets
+import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from pathlib import Path
@@ -145,3 +147,38 @@ def test_a_followed_process_streams_live_until_it_exits(loop: str, local_root: P
         assert (await sh(runtime, ref, PROC_STATUS, d))[1].split(b"\n")[0] == b"0"
 
     run_on(loop, local_root, body)
+
+
+_SPAWN_THREE = """
+import asyncio, uvloop
+from sandlot.runtime.local_spawn import PIPE, spawn
+
+async def main():
+    for _ in range(3):
+        child = await spawn(["/bin/echo", "hi"], stdin=PIPE, stdout=PIPE, stderr=PIPE, cwd="/", env={})
+        child.stdin.close()
+        assert await child.stdout.read() == b"hi\\n"
+        await child.stderr.read()
+        await child.wait()
+        child.close_pipes()
+        await asyncio.sleep(0.05)
+
+uvloop.run(main())
+"""
+
+
+def test_under_uvloop_each_pipe_of_a_command_is_closed_once(tmp_path: Path) -> None:
+    """uvloop's pipe transport has libuv close the descriptor, then closes the file object it
+    was given too: the same number closed twice, the second time after another thread may
+    have been given it (the FLAKY EBADF of this file's first test in a CI run). Traced with
+    strace: no close of this process may fail with EBADF (the old code: 9, three per command)."""
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        ["strace", "-f", "-e", "trace=close", "-o", str(trace), sys.executable, "-c", _SPAWN_THREE],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    twice = [line for line in trace.read_text().splitlines() if "EBADF" in line]
+    assert twice == [], twice
