@@ -7,15 +7,20 @@ database, whose name takes no dashes): its containers' instance label, its datab
 tmpfs it mounts, the directories of the PostgreSQL servers it starts. A name whose pid no
 longer runs is a leftover: its PostgreSQL server is stopped (by its own ``pg_ctl``), its mounts
 unmounted (lazily), its directories, databases and containers removed. A name whose pid runs
-(this run, or another run beside it) and a name that is not a run's are left alone.
+(this run, or another run beside it) and a name that is not a run's are left alone; so are
+links and directories of other users (anyone may plant a name in /tmp), and mounts outside
+/tmp. A run is told alive by its pid in this machine's pid namespace: runs that share the
+Docker engine or the database from another machine or container are not told apart.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -30,6 +35,7 @@ __all__ = ["DIRS", "leftover", "sweep", "sweep_databases", "sweep_dirs", "sweep_
 _RUN = re.compile(r"(?:^|/)(?:test-|sandlot_test_)(\d+)[-_][0-9a-f]{6}(?:$|[-_])")
 #: Where a run makes directories of its own (named with its run name).
 DIRS = (Path("/tmp"),)
+_OWNERS = {os.getuid(), *(u.pw_uid for u in pwd.getpwall() if u.pw_name == "postgres")}
 
 
 def leftover(name: str) -> bool:
@@ -46,10 +52,12 @@ def leftover(name: str) -> bool:
     return False
 
 
-def sweep_mounts(mounts: Path = Path("/proc/self/mounts")) -> list[str]:
-    """Unmount (lazily) every mount whose mount point is a leftover's; deepest first."""
+def sweep_mounts(mounts: Path = Path("/proc/self/mounts"), roots: Iterable[Path] = DIRS) -> list[str]:
+    """Unmount (lazily) every mount under ``roots`` whose mount point is a leftover's; deepest
+    first."""
     points = [line.split()[1] for line in mounts.read_text().splitlines() if len(line.split()) > 1]
-    gone = sorted((p for p in points if leftover(p)), key=len, reverse=True)
+    under = [p for p in points if any(Path(p).is_relative_to(root) for root in roots)]
+    gone = sorted((p for p in under if leftover(p)), key=len, reverse=True)
     for point in gone:
         subprocess.run(["umount", "-l", point], capture_output=True, check=False, timeout=30)
     return gone
@@ -61,13 +69,24 @@ def sweep_dirs(roots: Iterable[Path] = DIRS) -> list[Path]:
     removed: list[Path] = []
     for root in roots:
         for path in sorted(root.glob("test-*")):
-            if not (path.is_dir() and leftover(path.name)):
+            if not (_own_directory(path) and leftover(path.name)):
                 continue
-            for pid_file in path.glob("*/postmaster.pid"):
-                _stop_postgres(pid_file.parent)
+            for data in path.iterdir():
+                if _own_directory(data) and (data / "postmaster.pid").is_file():
+                    _stop_postgres(data)
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     return removed
+
+
+def _own_directory(path: Path) -> bool:
+    """A directory (not a link to one: anyone may plant a link in /tmp) that this user, or the
+    postgres user a run gives its servers' directories to, owns."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid in _OWNERS
 
 
 def _stop_postgres(data: Path) -> None:

@@ -119,3 +119,18 @@ async def test_a_killed_runs_containers_are_removed_and_no_other(runs: dict[str,
         for cid in made.values():
             await asyncio.gather(docker.containers.container(cid).delete(force=True), return_exceptions=True)
         await docker.close()
+
+
+def test_a_link_named_like_a_killed_run_is_not_followed(runs: dict[str, str], tmp_path: Path) -> None:
+    """Anyone may plant a name in /tmp: a link named like a killed run's directory, leading to
+    a directory with a postmaster.pid, is left alone, and so is what it leads to."""
+    target = tmp_path / "someone-elses"
+    (target / "data").mkdir(parents=True)
+    (target / "data" / "postmaster.pid").write_text("1\n")
+    link = Path(f"/tmp/{runs['killed']}-planted")
+    link.symlink_to(target)
+    try:
+        assert link not in sweep_dirs()
+        assert (target / "data" / "postmaster.pid").is_file()
+    finally:
+        link.unlink()

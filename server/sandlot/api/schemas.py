@@ -65,8 +65,9 @@ CommandEnv = Annotated[dict[str, _Value], _at_most(256)]
 #: Features by name, with their configuration.
 FeatureMap = Annotated[dict[str, dict[str, Any] | None], _at_most(64)]
 #: A sandbox's CPUs: the engine refuses less than a hundredth of one (its error, with the
-#: host's cgroup path, came back as a 503).
-Cpus = Annotated[float, Field(ge=0.01, le=256)]
+#: host's cgroup path, came back as a 503). Never NaN or infinite (every quota check is a
+#: comparison, false for NaN).
+Cpus = Annotated[float, Field(ge=0.01, le=256, allow_inf_nan=False)]
 #: A user a command runs as (a name or a numeric uid, no group).
 User = Annotated[str, Field(min_length=1, max_length=32, pattern=USER_PATTERN)]
 #: Users an environment lets commands run as.

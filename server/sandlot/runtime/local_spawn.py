@@ -18,13 +18,14 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
-from typing import IO
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import IO, TypeVar
 
 __all__ = ["DEVNULL", "PIPE", "Child", "spawn"]
 
 PIPE = subprocess.PIPE
 DEVNULL = subprocess.DEVNULL
+_T = TypeVar("_T")
 _POLL = 0.05  # how often an exit is looked for where the kernel gives no pidfd
 
 
@@ -77,7 +78,7 @@ class Child:
         if self._popen.stdin is not None:
             sink = asyncio.StreamReaderProtocol(asyncio.StreamReader())
             pipe = _Pipe.taken_from(self._popen.stdin, loop)
-            transport, _ = await loop.connect_write_pipe(lambda: sink, pipe)
+            transport, _ = await pipe.attached(loop.connect_write_pipe(lambda: sink, pipe))
             self._transports.append(transport)
             self.stdin = asyncio.StreamWriter(transport, sink, None, loop)
         self.stdout = await self._reader(self._popen.stdout)
@@ -89,7 +90,7 @@ class Child:
         reader = asyncio.StreamReader(limit=1 << 16)
         protocol = asyncio.StreamReaderProtocol(reader)
         pipe = _Pipe.taken_from(file, self._loop)
-        transport, _ = await self._loop.connect_read_pipe(lambda: protocol, pipe)
+        transport, _ = await pipe.attached(self._loop.connect_read_pipe(lambda: protocol, pipe))
         self._transports.append(transport)
         return reader
 
@@ -117,6 +118,15 @@ class _Pipe:
         fd = os.dup(file.fileno())
         file.close()
         return cls(fd, loop_closes=type(loop).__module__.startswith("uvloop"))
+
+    async def attached(self, connecting: Awaitable[_T]) -> _T:
+        """``connecting`` (the loop's transport being made on this pipe); if that fails, the
+        descriptor is closed as :meth:`close` does (uvloop closes what it took over itself)."""
+        try:
+            return await connecting
+        except BaseException:
+            self.close()
+            raise
 
     def fileno(self) -> int:
         return self._fd

@@ -99,7 +99,7 @@ class EnvironmentService:
         if unknown:
             raise InvalidInput(f"unknown fields {sorted(unknown)}")
         self._validate({"images": fields.get("images"), **fields})
-        if ID_RE.match(name):
+        if ID_RE.fullmatch(name):
             raise InvalidInput(
                 f"{name!r} looks like an id (three letters, '_', 16 hex digits): pick another name",
                 field="name",

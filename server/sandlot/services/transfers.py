@@ -122,7 +122,8 @@ class Transfers:
         def work(reader: IO[bytes]) -> None:
             with open(spool, "wb") as out:
                 check_archive(reader, out, limit=limit, strict=True, report=report, prefix=prefix)
-                # what follows the end of the archive is not read: a bomb cannot hide there
+                # what follows the tar's end is read within the same budget (a compressed
+                # stream cut or corrupt there is refused): a bomb cannot hide there
 
         await consume(chunks, work)
         return report

@@ -36,7 +36,7 @@ def new_id(prefix: str) -> str:
 
 #: What :func:`new_id` makes. A name a caller gives may not look like one: an id then always
 #: means the object it names, never an object of the same name (in another tenant's hands).
-ID_RE = re.compile(r"^[a-z]{3}_[0-9a-f]{16}$")
+ID_RE = re.compile(r"[a-z]{3}_[0-9a-f]{16}")  # use fullmatch
 
 
 def _ts(**kw: Any) -> Any:

@@ -158,6 +158,7 @@ async def test_bodies_over_the_limit_get_413(
         ({"image": 5}, "image"),
         ({"memory_mb": 1}, "memory_mb"),
         ({"cpus": 0.0001}, "cpus"),  # was a 503 with the host's cgroup path in it
+        ({"cpus": "nan"}, "cpus"),  # a guard: quota checks are comparisons, false for NaN
         ({"unknown_field": True}, "unknown_field"),
         ({"env": {"BAD NAME": "x"}}, None),
     ],

@@ -41,7 +41,7 @@ class EnvironmentRepository:
     async def get(self, id_or_name: str) -> Environment:
         """The environment with this id, or else this name. A name is one tenant's: across
         every tenant (an operator's view) a name two tenants use names neither (422)."""
-        column = Environment.id if ID_RE.match(id_or_name) else Environment.name
+        column = Environment.id if ID_RE.fullmatch(id_or_name) else Environment.name
         found = (await self.session.scalars(self._scoped().where(col(column) == id_or_name).limit(2))).all()
         if not found:
             raise NotFound(f"no environment {id_or_name!r}")
