@@ -37,12 +37,47 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         response_200 = response.text
         return response_200
 
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
     if response.status_code == 404:
         response_404 = Problem.from_dict(response.json())
 
 
 
         return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+
+
+        return response_429
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -64,7 +99,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Problem | str]:
-    """ Prometheus metrics (no tenant data in them)
+    """ Prometheus metrics (an operator key; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -90,7 +125,7 @@ def sync(
     client: AuthenticatedClient | Client,
 
 ) -> Problem | str | None:
-    """ Prometheus metrics (no tenant data in them)
+    """ Prometheus metrics (an operator key; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -111,7 +146,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Problem | str]:
-    """ Prometheus metrics (no tenant data in them)
+    """ Prometheus metrics (an operator key; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -137,7 +172,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
 
 ) -> Problem | str | None:
-    """ Prometheus metrics (no tenant data in them)
+    """ Prometheus metrics (an operator key; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
