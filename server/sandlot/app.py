@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from sandlot import __version__
 from sandlot.api.assets import AssetController
 from sandlot.api.audit import AuditController
+from sandlot.api.bounds import Bounds
 from sandlot.api.deps import provide_principal, provide_services
 from sandlot.api.drain import DrainUnread
 from sandlot.api.environments import EnvironmentController
@@ -59,7 +60,7 @@ def create_app(
         route_handlers=[*_routers(settings), console.router],
         template_config=console.templates,
         csrf_config=console.csrf,
-        middleware=_middleware(provider, _largest_body(settings)),
+        middleware=_middleware(settings, provider),
         lifespan=[lifespan],
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),
@@ -127,9 +128,18 @@ def _largest_body(settings: Settings) -> int:
     return max(settings.max_file_bytes, settings.max_request_bytes, settings.max_snapshot_bytes)
 
 
-def _middleware(provider: TracerProvider | None, largest_body: int) -> list[Any]:
-    # a body left unread is read to its end first, so the client sees the answer (api/drain.py)
-    middleware: list[Any] = [DefineMiddleware(DrainUnread, limit=largest_body), RefuseNul, Accountable]
+def _middleware(settings: Settings, provider: TracerProvider | None) -> list[Any]:
+    bounds = DefineMiddleware(
+        Bounds,
+        client_max_open=settings.client_max_open,
+        key_max_websockets=settings.key_max_websockets,
+        body_read_timeout=settings.body_read_timeout,
+        body_min_rate=settings.body_min_rate,
+    )
+    # what a client may hold open and how slowly it may send (api/bounds.py); then a body left
+    # unread is read to its end first, so the client sees the answer (api/drain.py)
+    drain = DefineMiddleware(DrainUnread, limit=_largest_body(settings))
+    middleware: list[Any] = [bounds, drain, RefuseNul, Accountable]
     if provider is not None:
         # request spans, continuing a client's traceparent; probes and scrapes are not traced
         middleware.append(

@@ -124,6 +124,38 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(
         default=100 << 20, ge=1024, description="Largest file uploaded or downloaded (413 beyond)."
     )
+    client_max_open: int = Field(
+        default=256,
+        ge=1,
+        description="Requests and WebSockets one client address may have open at once in an API "
+        "process; beyond, a request is answered 429 and its connection closed before its body is "
+        "read, a WebSocket is refused at its handshake.",
+    )
+    key_max_websockets: int = Field(
+        default=64,
+        ge=1,
+        description="WebSockets (terminals, process streams) one API key may hold open at once in "
+        "an API process (429 at the handshake beyond).",
+    )
+    header_read_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        le=300,
+        description="Seconds a client has to send a request's headers; the connection is closed after that.",
+    )
+    body_read_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Seconds a request's body may go without a byte arriving, and the grace before "
+        "`body_min_rate` applies; a slower body is answered 408 and its connection closed.",
+    )
+    body_min_rate: int = Field(
+        default=4096,
+        ge=1,
+        description="Bytes a second a request's body must average once its `body_read_timeout` "
+        "grace is spent (a 100 MB upload may take 100e6/4096 s + the grace).",
+    )
     rate_limit_per_second: float = Field(
         default=500.0,
         ge=0,

@@ -108,6 +108,7 @@ def _announce(settings: Settings, boot_id: str, as_json: bool, stop: threading.E
 
 def serve(settings: Settings, *, as_json: bool) -> None:
     from granian import Granian
+    from granian.http import HTTP1Settings
 
     from sandlot.domain.errors import SandlotError
     from sandlot.observability.logs import configure_logging
@@ -137,6 +138,9 @@ def serve(settings: Settings, *, as_json: bool) -> None:
         workers=settings.workers,
         log_access=False,
         log_dictconfig=_GRANIAN_LOGS,
+        # a client that has not sent its request's headers in time is dropped (api/bounds.py
+        # bounds what comes after them)
+        http1_settings=HTTP1Settings(header_read_timeout=int(settings.header_read_timeout * 1000)),
     )
     try:
         server.serve()

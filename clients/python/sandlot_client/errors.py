@@ -109,6 +109,8 @@ _BY_CODE: dict[str, type[SandlotError]] = {
     "path_outside_workspace": InvalidInput,
     "image_not_found": InvalidInput,
     "bad_request": InvalidInput,
+    "incomplete_body": InvalidInput,
+    "request_timeout": TransportError,  # the body came too slowly: the connection was closed
     "not_authenticated": NotAuthenticated,
     "not_permitted": NotPermitted,
     "not_found": NotFound,

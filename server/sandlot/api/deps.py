@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -11,7 +11,9 @@ from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 from litestar.types import Scope
 
-from sandlot.domain.errors import RateLimited
+from sandlot.api.bounds import BOUNDS
+from sandlot.api.ws import before_accept
+from sandlot.domain.errors import RateLimited, SandlotError
 from sandlot.services.accounts import AccountService, Principal
 from sandlot.services.assets import AssetService
 from sandlot.services.audit import AuditService
@@ -81,23 +83,32 @@ CALLER = "sandlot.caller"
 ALLOWANCE = "sandlot.allowance"
 
 
-async def admit(services: Services, principal: Principal, scope: Scope) -> Principal:
-    """Count the caller's request against its key's rate limit (429 beyond) and note who it is
-    for the audit trail."""
-    state = scope.setdefault("state", {})
-    state[CALLER] = principal
+async def admit(services: Services, caller: Awaitable[Principal], scope: Scope) -> Principal:
+    """The caller (``caller`` authenticates it), its request counted against its key's rate
+    limit (429 beyond), a WebSocket also against its key's open sockets (``api/bounds.py``),
+    and noted for the audit trail. A WebSocket's refusal is the close of ``api.ws.before_accept``."""
     try:
-        state[ALLOWANCE] = await services.limits.admit(principal)
-    except RateLimited as exc:
-        state[ALLOWANCE] = exc.allowance
+        principal = await caller
+        state = scope.setdefault("state", {})
+        state[CALLER] = principal
+        try:
+            state[ALLOWANCE] = await services.limits.admit(principal)
+        except RateLimited as exc:
+            state[ALLOWANCE] = exc.allowance
+            raise
+        bounds = state.get(BOUNDS)
+        if bounds is not None:
+            bounds.hold_socket(scope, principal)
+        return principal
+    except SandlotError as exc:
+        if scope["type"] == "websocket":
+            raise before_accept(exc) from None
         raise
-    return principal
 
 
 async def provide_principal(headers: Headers, services: NamedDependency[Services], scope: Scope) -> Principal:
     """The caller, from the ``Authorization`` header (HTTP requests and WebSockets alike)."""
-    principal = await services.accounts.authenticate(headers.get("authorization"))
-    return await admit(services, principal, scope)
+    return await admit(services, services.accounts.authenticate(headers.get("authorization")), scope)
 
 
 #: Annotations for controller parameters that receive the dependencies above.

@@ -64,7 +64,7 @@ class DrainUnread:
         await self.app(scope, tracked, answer)
 
     async def _drain(self, tracked: Receive, state: dict[str, Any]) -> None:
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(TimeoutError, EOFError):  # a slow or cut body (api/bounds.py)
             async with asyncio.timeout(DRAIN_SECONDS):
                 while state["more"] and state["seen"] <= self.limit:
                     await tracked()

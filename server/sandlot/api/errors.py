@@ -35,6 +35,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "quota_exceeded": 429,
     "rate_limited": 429,
     "payload_too_large": 413,
+    "request_timeout": 408,
+    "incomplete_body": 400,
     "disk_full": 507,
     "not_authenticated": 401,
     "not_permitted": 403,

@@ -5,7 +5,7 @@ nothing here, and PostgreSQL refuses it in any text value, so it is answered wit
 the handler (a WebSocket is closed with 1008). :class:`RequestTracing` binds the app's tracer and
 names the request span by the route template, which only exists after routing.
 :class:`Accountable` puts a key's rate allowance in ``RateLimit-*`` headers and records every
-state-changing request a key makes in the audit trail.
+state-changing request and every WebSocket (``WS <route>``) a key makes in the audit trail.
 """
 
 from __future__ import annotations
@@ -99,6 +99,9 @@ class Accountable:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -122,6 +125,27 @@ class Accountable:
             if caller is not None and scope.get("method") in _CHANGES:
                 _record(scope, caller, seen["status"], seen["body"])
 
+    async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket a key opened is recorded once it ends: 101 when its handshake was
+        accepted, else the status its refusal closed with (``api.ws.before_accept``)."""
+        seen: dict[str, Any] = {"status": 500, "body": b""}
+
+        async def watch(message: Any) -> None:
+            if message["type"] == "websocket.accept":
+                seen["status"] = 101
+            elif message["type"] == "websocket.close" and seen["status"] != 101:
+                code = message.get("code", 1000)
+                seen["status"] = code - 4000 if 4000 <= code < 5000 else 403
+                seen["body"] = json.dumps({"code": str(message.get("reason", "")).partition(":")[0]}).encode()
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            caller = scope.get("state", {}).get(CALLER)
+            if caller is not None:
+                _record(scope, caller, seen["status"], seen["body"])
+
 
 def _record(scope: Scope, caller: Principal, status: int, body: bytes) -> None:
     answer: dict[str, Any] = {}
@@ -135,11 +159,12 @@ def _record(scope: Scope, caller: Principal, status: int, body: bytes) -> None:
         target = f"{target},{answer['id']}" if target else answer["id"]
     route = route_of(scope) or scope.get("path", "")
     client = scope.get("client") or ("",)
+    method = "WS" if scope["type"] == "websocket" else scope.get("method")
     event = AuditEntry(
         tenant_id=caller.tenant_id,
         key_id=caller.key_id,
         operator=caller.is_operator,
-        action=f"{scope.get('method')} {route}"[:200],
+        action=f"{method} {route}"[:200],
         target=target[:300],
         status=status,
         outcome="ok" if status < 400 else str(answer.get("code") or status)[:40],

@@ -27,7 +27,7 @@ from litestar.datastructures import Headers
 from litestar.params import FromPath, QueryParameter
 from pydantic import BaseModel
 
-from sandlot.api.deps import PrincipalDep, ServicesDep
+from sandlot.api.deps import PrincipalDep, ServicesDep, admit
 from sandlot.api.problems import problems
 from sandlot.api.ws import Close, first_to_finish, receive_frame, refusal
 from sandlot.domain.errors import SandlotError
@@ -161,7 +161,9 @@ class PtyController(Controller):
         rows: Rows = 24,
     ) -> None:
         terminals = services.terminals
-        principal = await terminals.caller(headers.get("authorization"), token, session_id)
+        principal = await admit(
+            services, terminals.caller(headers.get("authorization"), token, session_id), socket.scope
+        )
         await _serve(socket, terminals, principal, session_id, session=True, size=(cols, rows))
 
     @post(
@@ -188,5 +190,7 @@ class PtyController(Controller):
         rows: Rows = 24,
     ) -> None:
         terminals = services.terminals
-        principal = await terminals.caller(headers.get("authorization"), token, sandbox_id)
+        principal = await admit(
+            services, terminals.caller(headers.get("authorization"), token, sandbox_id), socket.scope
+        )
         await _serve(socket, terminals, principal, sandbox_id, session=False, size=(cols, rows))

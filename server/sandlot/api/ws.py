@@ -4,8 +4,9 @@ receive a client's frames within a size bound.
 Close codes the handlers use: 1000 (done), 1009 (a frame over :data:`MAX_FRAME_BYTES`),
 1011 (a refusal once the handshake was accepted, its reason ``code: message``; the sandbox could
 not be reached; or a bug: the latter is logged with its traceback).
-Refusals (no key, a bad token, a stranger's terminal) come before the handshake is accepted:
-granian answers them with HTTP 403.
+Refusals (no key, a bad token, a stranger's terminal, a key over its sockets) come before the
+handshake is accepted: granian answers them with HTTP 403, and the app's close code says
+``4000 + status`` for the audit trail (:func:`before_accept`).
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from litestar import WebSocket
-from litestar.exceptions import WebSocketDisconnect
+from litestar.exceptions import WebSocketDisconnect, WebSocketException
 
+from sandlot.api.errors import STATUS_BY_CODE
 from sandlot.domain.errors import SandlotError
 
 __all__ = [
     "MAX_FRAME_BYTES",
     "TOO_BIG",
     "Close",
+    "before_accept",
     "first_to_finish",
     "receive_frame",
     "refusal",
@@ -54,6 +57,15 @@ class Close:
 
     code: int = 1000
     reason: str = ""
+
+
+def before_accept(exc: SandlotError) -> WebSocketException:
+    """A refusal before the handshake is accepted (no key, a bad token, over a limit), as the
+    close Litestar sends for it: ``4000 + status`` and ``code: message``. The client sees
+    granian's HTTP 403 either way; the code is what the audit trail records (``api/middleware``)."""
+    status = STATUS_BY_CODE.get(exc.code, 500)
+    reason = f"{exc.code}: {exc.message}".encode(errors="replace")[:_REASON_BYTES]
+    return WebSocketException(detail=reason.decode(errors="ignore"), code=4000 + status)
 
 
 def refusal(exc: SandlotError) -> Close:

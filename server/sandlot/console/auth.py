@@ -34,8 +34,7 @@ async def signed_in(request: Request[Any, Any, Any], services: ServicesDep) -> P
     token = request.cookies.get(SESSION_COOKIE)
     if not token:
         raise NotAuthenticated("sign in first")
-    principal = await services.accounts.authenticate_token(token, AUDIENCE)
-    return await admit(services, principal, request.scope)
+    return await admit(services, services.accounts.authenticate_token(token, AUDIENCE), request.scope)
 
 
 def to_sign_in(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

@@ -93,6 +93,18 @@ class PayloadTooLarge(SandlotError):
     code = "payload_too_large"
 
 
+class SlowBody(SandlotError, TimeoutError):
+    """A request's body came slower than the service waits for (its connection is closed)."""
+
+    code = "request_timeout"
+
+
+class CutBody(SandlotError, EOFError):
+    """A request's body ended before the length it announced: nothing of it is kept."""
+
+    code = "incomplete_body"
+
+
 class NotAuthenticated(SandlotError, PermissionError):
     """Missing, malformed, unknown or revoked API key."""
 
