@@ -165,6 +165,15 @@ class Settings(BaseSettings):
     rate_limit_burst: int = Field(
         default=1000, ge=1, description="Requests a key may make at once before the rate applies."
     )
+    tenant_rate_limit_per_second: float = Field(
+        default=1000.0,
+        ge=0,
+        description="Requests a second all of a tenant's keys together may make, on average, "
+        "across every API process (429 beyond): more keys do not mean more requests. 0: no limit.",
+    )
+    tenant_rate_limit_burst: int = Field(
+        default=2000, ge=1, description="Requests a tenant's keys may make at once before its rate applies."
+    )
     exec_output_limit: int = Field(
         default=8 << 20,
         ge=1024,

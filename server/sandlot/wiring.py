@@ -189,6 +189,12 @@ async def _services(
             settings.rate_limit_per_second,
             settings.rate_limit_burst,
         ),
+        tenant_limits=RateLimiter(
+            counters,
+            settings.tenant_rate_limit_per_second,
+            settings.tenant_rate_limit_burst,
+            per_tenant=True,
+        ),
         audit=AuditService(sessions, reads),
     )
     return services, recorder, shells

@@ -69,6 +69,7 @@ class Services:
     overview: OverviewService
     charts: ChartService
     limits: RateLimiter
+    tenant_limits: RateLimiter
     audit: AuditService
 
 
@@ -85,7 +86,7 @@ ALLOWANCE = "sandlot.allowance"
 
 async def admit(services: Services, caller: Awaitable[Principal], scope: Scope) -> Principal:
     """The caller (``caller`` authenticates it), its request counted against its key's rate
-    limit (429 beyond), a WebSocket also against its key's open sockets (``api/bounds.py``),
+    limit and its tenant's (429 beyond), a WebSocket also against its key's open sockets (``api/bounds.py``),
     and noted for the audit trail. A WebSocket's refusal is the close of ``api.ws.before_accept``."""
     try:
         principal = await caller
@@ -96,6 +97,7 @@ async def admit(services: Services, caller: Awaitable[Principal], scope: Scope) 
         except RateLimited as exc:
             state[ALLOWANCE] = exc.allowance
             raise
+        await services.tenant_limits.admit(principal)  # every key of the tenant draws from it too
         bounds = state.get(BOUNDS)
         if bounds is not None:
             bounds.hold_socket(scope, principal)

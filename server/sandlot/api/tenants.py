@@ -37,6 +37,8 @@ class _Quotas(In):
     max_ttl_seconds: Annotated[
         int | None, Field(ge=0, le=MAX_SECONDS, description="0: no longest of its own (the service's)")
     ] = None
+    max_keys: Annotated[int | None, Field(ge=0, le=100_000, description="API keys not revoked")] = None
+    max_environments: Annotated[int | None, Field(ge=0, le=100_000)] = None
 
 
 class TenantCreate(_Quotas):
@@ -63,6 +65,8 @@ class TenantOut(Out):
     max_disk_mb: int
     max_snapshot_mb: int
     max_ttl_seconds: int | None
+    max_keys: int
+    max_environments: int
     allow_network: bool
     created_at: datetime
 
@@ -77,6 +81,8 @@ class TenantUsageOut(Out):
     sessions: int
     snapshot_bytes: int = Field(description="What its snapshots keep: each file content once")
     snapshot_blobs: int = Field(description="Distinct file contents (and older tar snapshots) kept")
+    keys: int = Field(description="API keys not revoked")
+    environments: int
 
 
 class KeyCreate(In):

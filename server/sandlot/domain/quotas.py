@@ -13,4 +13,6 @@ QUOTAS = (
     "max_disk_mb",
     "max_snapshot_mb",
     "max_ttl_seconds",
+    "max_keys",
+    "max_environments",
 )

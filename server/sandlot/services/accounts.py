@@ -24,6 +24,7 @@ from sandlot.domain.keys import (
 )
 from sandlot.domain.quotas import QUOTAS
 from sandlot.services.coalesce import Coalesced
+from sandlot.services.quotas import check_keys
 from sandlot.store.repositories import ApiKeyRepository, TenantRepository
 from sandlot.store.tables import ApiKey, Tenant
 from sandlot.store.types import utcnow
@@ -151,6 +152,7 @@ class AccountService:
             raise InvalidInput(f"unknown scopes {sorted(unknown)}; known: {sorted(ALL_SCOPES)}")
         async with self._sessions.begin() as session:
             owner = await TenantRepository(session).resolve(tenant)
+            await check_keys(session, owner.id)
             new: NewKey = generate_key()
             key = ApiKey(
                 tenant_id=owner.id,

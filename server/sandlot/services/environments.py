@@ -18,6 +18,7 @@ from sandlot.features.base import Feature
 from sandlot.features.registry import FeatureRegistry
 from sandlot.services.accounts import Principal
 from sandlot.services.coalesce import Coalesced
+from sandlot.services.quotas import check_environments
 from sandlot.services.sandboxes import IMAGE_RE
 from sandlot.store.repositories import EnvironmentRepository
 from sandlot.store.tables import ID_RE, Environment
@@ -106,6 +107,7 @@ class EnvironmentService:
             )
         env = Environment(tenant_id=principal.tenant_id, name=name, **fields)
         async with self._sessions.begin() as session:
+            await check_environments(session, principal.tenant_id)
             return await EnvironmentRepository(session, principal.tenant_id).add(env)
 
     async def get(self, principal: Principal, id_or_name: str) -> Environment:

@@ -15,10 +15,25 @@ from sandlot.domain.errors import NoCapacity, NotPermitted, QuotaExceeded
 from sandlot.runtime.base import Limits
 from sandlot.store.repositories import PoolRepository
 from sandlot.store.repositories.content import snapshot_storage
-from sandlot.store.repositories.usage import TenantUsage, live_sessions, tenant_usage
+from sandlot.store.repositories.usage import (
+    TenantUsage,
+    environment_count,
+    live_keys,
+    live_sessions,
+    tenant_usage,
+)
 from sandlot.store.tables import Tenant
 
-__all__ = ["check_quota", "check_sessions", "check_snapshots", "refuse_sessions", "tenant_ttl"]
+__all__ = [
+    "check_environments",
+    "check_keys",
+    "check_quota",
+    "check_sessions",
+    "check_snapshots",
+    "refuse_sessions",
+    "reserve_snapshot",
+    "tenant_ttl",
+]
 
 
 async def _lock_tenant(session: AsyncSession, tenant_id: str) -> Tenant:
@@ -93,6 +108,41 @@ def refuse_sessions(quota: int, live: int, *, starting: int = 1) -> None:
     """:func:`check_sessions` on counts already read (``quota``, ``live``)."""
     if live + starting > quota:
         raise _over("sessions", quota, live - (1 - starting))
+
+
+async def check_keys(session: AsyncSession, tenant_id: str) -> None:
+    """Refuse a key past the tenant's ``max_keys`` (keys not revoked), under the tenant's lock:
+    each key has a rate-limit bucket of its own, so keys without end multiply the rate."""
+    tenant = await _lock_tenant(session, tenant_id)
+    used = await live_keys(session, tenant_id)
+    if used + 1 > tenant.max_keys:
+        raise _over("keys", tenant.max_keys, used)
+
+
+async def check_environments(session: AsyncSession, tenant_id: str) -> None:
+    """Refuse an environment past the tenant's ``max_environments``, under the tenant's lock
+    (each one's pool is work for the service)."""
+    tenant = await _lock_tenant(session, tenant_id)
+    used = await environment_count(session, tenant_id)
+    if used + 1 > tenant.max_environments:
+        raise _over("environments", tenant.max_environments, used)
+
+
+async def reserve_snapshot(session: AsyncSession, tenant_id: str, adding: int) -> None:
+    """Refuse a snapshot whose new contents (``adding`` bytes the tenant's store does not hold
+    yet) would take what its snapshots keep past its quota. Locks the tenant row first, in the
+    transaction that records the contents, so concurrent snapshots of one tenant are counted
+    one after another, each with its own size."""
+    tenant = await _lock_tenant(session, tenant_id)
+    used = (await snapshot_storage(session, tenant_id))[0]
+    if used + adding > tenant.max_snapshot_mb << 20:
+        raise QuotaExceeded(
+            f"the tenant's snapshot_mb quota is {tenant.max_snapshot_mb} MB; {used / (1 << 20):.1f} MB "
+            f"in use, and this snapshot adds {adding / (1 << 20):.1f} MB",
+            quota="snapshot_mb",
+            limit=tenant.max_snapshot_mb,
+            used=round(used / (1 << 20), 1),
+        )
 
 
 async def check_snapshots(session: AsyncSession, tenant_id: str) -> None:

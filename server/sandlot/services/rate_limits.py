@@ -63,13 +63,15 @@ class _Lease:
 
 
 class RateLimiter:
-    """``rate`` requests a second per key on average, ``burst`` at once (``rate`` 0: no limit);
-    the buckets live in the store behind ``counters`` (see ``make_engine(durable=False)``)."""
+    """``rate`` requests a second per key (``per_tenant``: per tenant, all its keys together)
+    on average, ``burst`` at once (``rate`` 0: no limit); the buckets live in the store behind
+    ``counters`` (see ``make_engine(durable=False)``), named by the key's or the tenant's id."""
 
-    def __init__(self, counters: AsyncEngine, rate: float, burst: int) -> None:
+    def __init__(self, counters: AsyncEngine, rate: float, burst: int, *, per_tenant: bool = False) -> None:
         self._counters = counters.execution_options(isolation_level="AUTOCOMMIT")
         self.rate = rate
         self.burst = burst
+        self.per_tenant = per_tenant
         self.max_lease = max(1, burst // 100)
         self._leases: TTLCache[str, _Lease] = TTLCache(maxsize=_KEYS_KEPT, ttl=10 * LEASE_SECONDS)
 
@@ -78,7 +80,7 @@ class RateLimiter:
         wait. None when there is no limit."""
         if self.rate <= 0:
             return None
-        key = principal.key_id
+        key = principal.tenant_id if self.per_tenant else principal.key_id
         lease = self._leases.get(key)
         if lease is None:
             lease = self._leases[key] = _Lease()
@@ -117,8 +119,9 @@ class RateLimiter:
         if not taken:
             allowance = self._allowance(lease)
             wait = max(math.ceil((1 - left) / self.rate), 1)
+            who = "this tenant's keys together" if self.per_tenant else "this key"
             raise RateLimited(
-                f"this key made more than {self.burst} requests at once or {self.rate:g} a second; "
+                f"{who} made more than {self.burst} requests at once or {self.rate:g} a second; "
                 f"retry in {wait} s",
                 retry_after=wait,
                 allowance=allowance,

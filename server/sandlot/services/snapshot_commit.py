@@ -19,10 +19,11 @@ from collections.abc import Iterable
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import Conflict
+from sandlot.domain.errors import Conflict, QuotaExceeded
 from sandlot.runtime.archives import diff
 from sandlot.runtime.manifest import DIR, FILE, decode, display, encode
 from sandlot.services.capture import Taken, WorkspaceCapture
+from sandlot.services.quotas import reserve_snapshot
 from sandlot.store.blobs import BlobStore
 from sandlot.store.repositories.content import ContentRepository
 from sandlot.store.tables import STORAGE_CONTENT, STORAGE_TAR, Sandbox, Session, Snapshot
@@ -74,6 +75,9 @@ class SnapshotCommit:
                 unsure = True
                 try:
                     inserted = await self._commit(row, sess, taken, owned, cwd)
+                except QuotaExceeded:
+                    unsure = False  # refused before anything was written: the copies go
+                    raise
                 except IntegrityError:
                     unsure = False
                     if attempt + 1 == _ATTEMPTS:
@@ -133,6 +137,8 @@ class SnapshotCommit:
         async with self._sessions.begin() as session:
             repo = ContentRepository(session, sess.tenant_id)
             mine = [(d, size, key) for d, (size, key) in owned.items() if d in needed]
+            held = set(await repo.keys(d for d, _, _ in mine))
+            await reserve_snapshot(session, sess.tenant_id, sum(size for d, size, _ in mine if d not in held))
             inserted = await repo.add_blobs(mine)
             session.add(row)
             await session.flush()

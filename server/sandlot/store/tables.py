@@ -57,6 +57,8 @@ class Tenant(SQLModel, table=True):
     max_disk_mb: int = 64 * 1024  # workspace disk of its live sandboxes, together
     max_snapshot_mb: int = 10 * 1024  # what its checkpoints and suspends keep, together
     max_ttl_seconds: int | None = None  # None: the service's own max_ttl_seconds
+    max_keys: int = 50  # API keys not revoked
+    max_environments: int = 50
     allow_network: bool = False
     created_at: datetime = _ts()
 
@@ -316,7 +318,8 @@ class AuditEvent(SQLModel, table=True):
 
 
 class RateBucket(SQLModel, table=True):
-    """A key's token bucket, shared by every API process: ``tokens`` as of ``stamp`` (Unix time)."""
+    """A key's or a tenant's token bucket (named by its id), shared by every API process: ``tokens``
+    as of ``stamp`` (Unix time)."""
 
     __tablename__ = "rate_buckets"
 

@@ -77,13 +77,15 @@ async def test_sessions_quota_holds_under_concurrent_starts(
 async def test_snapshot_storage_quota_refuses_the_next_checkpoint(
     client: AsyncTestClient, new_tenant: NewTenant
 ) -> None:
-    api = Api(client, await new_tenant(max_snapshot_mb=1))
+    api = Api(client, await new_tenant(max_snapshot_mb=2))
     env = await api.env(pool_size=0)
     s = await api.session(env["name"])
     try:
         await api.sh(s["id"], "head -c 1500000 /dev/urandom > noise")
         first = await client.post(f"/v1/sessions/{s['id']}/checkpoints", headers=api.h)
         assert first.status_code == 201, first.text
+        # what the next one adds counts: 1.5 MB kept and 1.5 MB more do not fit in 2
+        await api.sh(s["id"], "head -c 1500000 /dev/urandom > more")
         second = await client.post(f"/v1/sessions/{s['id']}/checkpoints", headers=api.h)
         body = second.json()
         assert second.status_code == 429 and body["quota"] == "snapshot_mb" and body["used"] >= 1.4, body

@@ -247,7 +247,9 @@ async def test_the_snapshot_quota_counts_each_content_once(
     for _ in range(4):  # 2.4 MB of snapshots, 0.6 MB stored: all fit
         await checkpoint(api, s["id"])
     assert (await api.sh(s["id"], "head -c 600000 /dev/urandom > b"))["exit_code"] == 0
-    await checkpoint(api, s["id"])  # 0.6 MB in use before it: taken, 1.2 MB after
+    # 0.6 MB in use and 0.6 MB new would be 1.2 MB: refused, its own size counted
     refused = await api.client.post(f"/v1/sessions/{s['id']}/checkpoints", headers=api.h)
     assert refused.status_code == 429 and refused.json()["quota"] == "snapshot_mb"
+    assert (await api.sh(s["id"], "rm b"))["exit_code"] == 0
+    await checkpoint(api, s["id"])  # nothing new again: it fits
     await api.end(s["id"])

@@ -15,9 +15,9 @@ from sqlmodel import col, select
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_SUSPENDED
 from sandlot.store.repositories.content import snapshot_storage
 from sandlot.store.repositories.sandboxes import ACTIVE
-from sandlot.store.tables import Sandbox, Session, Tenant
+from sandlot.store.tables import ApiKey, Environment, Sandbox, Session, Tenant
 
-__all__ = ["TenantUsage", "live_sessions", "tenant_usage"]
+__all__ = ["TenantUsage", "environment_count", "live_keys", "live_sessions", "tenant_usage"]
 
 _LIVE = (SESSION_ACTIVE, SESSION_SUSPENDED)
 
@@ -31,6 +31,8 @@ class TenantUsage:
     sessions: int
     snapshot_bytes: int
     snapshot_blobs: int
+    keys: int
+    environments: int
 
 
 async def tenant_usage(session: AsyncSession, tenant_id: str) -> TenantUsage:
@@ -51,7 +53,20 @@ async def tenant_usage(session: AsyncSession, tenant_id: str) -> TenantUsage:
         sessions=int((await session.execute(sessions)).scalar_one()),
         snapshot_bytes=stored,
         snapshot_blobs=blobs,
+        keys=await live_keys(session, tenant_id),
+        environments=await environment_count(session, tenant_id),
     )
+
+
+async def live_keys(session: AsyncSession, tenant_id: str) -> int:
+    """The tenant's API keys not revoked."""
+    query = select(func.count()).where(col(ApiKey.tenant_id) == tenant_id, col(ApiKey.revoked_at).is_(None))
+    return int((await session.execute(query)).scalar_one())
+
+
+async def environment_count(session: AsyncSession, tenant_id: str) -> int:
+    query = select(func.count()).where(col(Environment.tenant_id) == tenant_id)
+    return int((await session.execute(query)).scalar_one())
 
 
 @functools.cache

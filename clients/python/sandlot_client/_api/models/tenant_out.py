@@ -29,6 +29,8 @@ class TenantOut:
             id (str):
             max_cpus (float):
             max_disk_mb (int):
+            max_environments (int):
+            max_keys (int):
             max_memory_mb (int):
             max_sandboxes (int):
             max_sessions (int):
@@ -42,6 +44,8 @@ class TenantOut:
     id: str
     max_cpus: float
     max_disk_mb: int
+    max_environments: int
+    max_keys: int
     max_memory_mb: int
     max_sandboxes: int
     max_sessions: int
@@ -65,6 +69,10 @@ class TenantOut:
 
         max_disk_mb = self.max_disk_mb
 
+        max_environments = self.max_environments
+
+        max_keys = self.max_keys
+
         max_memory_mb = self.max_memory_mb
 
         max_sandboxes = self.max_sandboxes
@@ -87,6 +95,8 @@ class TenantOut:
             "id": id,
             "max_cpus": max_cpus,
             "max_disk_mb": max_disk_mb,
+            "max_environments": max_environments,
+            "max_keys": max_keys,
             "max_memory_mb": max_memory_mb,
             "max_sandboxes": max_sandboxes,
             "max_sessions": max_sessions,
@@ -115,6 +125,10 @@ class TenantOut:
 
         max_disk_mb = d.pop("max_disk_mb")
 
+        max_environments = d.pop("max_environments")
+
+        max_keys = d.pop("max_keys")
+
         max_memory_mb = d.pop("max_memory_mb")
 
         max_sandboxes = d.pop("max_sandboxes")
@@ -139,6 +153,8 @@ class TenantOut:
             id=id,
             max_cpus=max_cpus,
             max_disk_mb=max_disk_mb,
+            max_environments=max_environments,
+            max_keys=max_keys,
             max_memory_mb=max_memory_mb,
             max_sandboxes=max_sandboxes,
             max_sessions=max_sessions,

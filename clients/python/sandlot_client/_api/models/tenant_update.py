@@ -27,6 +27,8 @@ class TenantUpdate:
             allow_network (bool | None | Unset):
             max_cpus (float | None | Unset):
             max_disk_mb (int | None | Unset):
+            max_environments (int | None | Unset):
+            max_keys (int | None | Unset): API keys not revoked
             max_memory_mb (int | None | Unset):
             max_sandboxes (int | None | Unset):
             max_sessions (int | None | Unset):
@@ -37,6 +39,8 @@ class TenantUpdate:
     allow_network: bool | None | Unset = UNSET
     max_cpus: float | None | Unset = UNSET
     max_disk_mb: int | None | Unset = UNSET
+    max_environments: int | None | Unset = UNSET
+    max_keys: int | None | Unset = UNSET
     max_memory_mb: int | None | Unset = UNSET
     max_sandboxes: int | None | Unset = UNSET
     max_sessions: int | None | Unset = UNSET
@@ -66,6 +70,18 @@ class TenantUpdate:
             max_disk_mb = UNSET
         else:
             max_disk_mb = self.max_disk_mb
+
+        max_environments: int | None | Unset
+        if isinstance(self.max_environments, Unset):
+            max_environments = UNSET
+        else:
+            max_environments = self.max_environments
+
+        max_keys: int | None | Unset
+        if isinstance(self.max_keys, Unset):
+            max_keys = UNSET
+        else:
+            max_keys = self.max_keys
 
         max_memory_mb: int | None | Unset
         if isinstance(self.max_memory_mb, Unset):
@@ -108,6 +124,10 @@ class TenantUpdate:
             field_dict["max_cpus"] = max_cpus
         if max_disk_mb is not UNSET:
             field_dict["max_disk_mb"] = max_disk_mb
+        if max_environments is not UNSET:
+            field_dict["max_environments"] = max_environments
+        if max_keys is not UNSET:
+            field_dict["max_keys"] = max_keys
         if max_memory_mb is not UNSET:
             field_dict["max_memory_mb"] = max_memory_mb
         if max_sandboxes is not UNSET:
@@ -154,6 +174,26 @@ class TenantUpdate:
             return cast(int | None | Unset, data)
 
         max_disk_mb = _parse_max_disk_mb(d.pop("max_disk_mb", UNSET))
+
+
+        def _parse_max_environments(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_environments = _parse_max_environments(d.pop("max_environments", UNSET))
+
+
+        def _parse_max_keys(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_keys = _parse_max_keys(d.pop("max_keys", UNSET))
 
 
         def _parse_max_memory_mb(data: object) -> int | None | Unset:
@@ -210,6 +250,8 @@ class TenantUpdate:
             allow_network=allow_network,
             max_cpus=max_cpus,
             max_disk_mb=max_disk_mb,
+            max_environments=max_environments,
+            max_keys=max_keys,
             max_memory_mb=max_memory_mb,
             max_sandboxes=max_sandboxes,
             max_sessions=max_sessions,

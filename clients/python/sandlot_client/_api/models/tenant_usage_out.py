@@ -24,6 +24,8 @@ class TenantUsageOut:
         Attributes:
             cpus (float):
             disk_mb (int):
+            environments (int):
+            keys (int): API keys not revoked
             memory_mb (int):
             sandboxes (int):
             sessions (int):
@@ -33,6 +35,8 @@ class TenantUsageOut:
 
     cpus: float
     disk_mb: int
+    environments: int
+    keys: int
     memory_mb: int
     sandboxes: int
     sessions: int
@@ -48,6 +52,10 @@ class TenantUsageOut:
         cpus = self.cpus
 
         disk_mb = self.disk_mb
+
+        environments = self.environments
+
+        keys = self.keys
 
         memory_mb = self.memory_mb
 
@@ -65,6 +73,8 @@ class TenantUsageOut:
         field_dict.update({
             "cpus": cpus,
             "disk_mb": disk_mb,
+            "environments": environments,
+            "keys": keys,
             "memory_mb": memory_mb,
             "sandboxes": sandboxes,
             "sessions": sessions,
@@ -83,6 +93,10 @@ class TenantUsageOut:
 
         disk_mb = d.pop("disk_mb")
 
+        environments = d.pop("environments")
+
+        keys = d.pop("keys")
+
         memory_mb = d.pop("memory_mb")
 
         sandboxes = d.pop("sandboxes")
@@ -96,6 +110,8 @@ class TenantUsageOut:
         tenant_usage_out = cls(
             cpus=cpus,
             disk_mb=disk_mb,
+            environments=environments,
+            keys=keys,
             memory_mb=memory_mb,
             sandboxes=sandboxes,
             sessions=sessions,
