@@ -307,6 +307,15 @@ class Settings(BaseSettings):
     console_secure_cookie: bool = Field(
         default=False, description="Send the console's cookies over HTTPS only (set behind TLS)."
     )
+    console_sign_in_attempts: int = Field(
+        default=10,
+        ge=1,
+        description="Failed console sign-ins one client address may make in an API process before "
+        "it must wait `console_sign_in_window` seconds with none (429 meanwhile).",
+    )
+    console_sign_in_window: float = Field(
+        default=300.0, gt=0, le=86400, description="Seconds of the console sign-in throttle's window."
+    )
 
     # -- observability ---------------------------------------------------------------------
     otel_exporter: Literal["none", "otlp-http", "otlp-grpc", "console"] = Field(

@@ -40,6 +40,7 @@ from sandlot.services.rate_limits import RateLimiter
 from sandlot.services.reconcile import Reconciler
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
+from sandlot.services.sign_ins import SignIns
 from sandlot.services.snapshot_gc import SnapshotCollector
 from sandlot.services.snapshots import SnapshotService
 from sandlot.services.tenants import TenantService
@@ -166,8 +167,10 @@ async def _services(
         snapshots, assets, exclusive,
     )  # fmt: skip
     accounts = AccountService(sessions, reads, cache_seconds=settings.auth_cache_seconds)
+    audit = AuditService(sessions, reads)
     gate = StartGate(session_service, exclusive)  # processes' and terminals' starts
     health = HealthService(reads, rt, pools, metrics)
+    tenant_rates = (settings.tenant_rate_limit_per_second, settings.tenant_rate_limit_burst)
     services = Services(
         settings=settings,
         accounts=accounts,
@@ -184,18 +187,15 @@ async def _services(
         tenants=TenantService(accounts, reads),
         overview=OverviewService(reads, environments, pools, health),
         charts=ChartService(reads),
-        limits=RateLimiter(
-            counters,
-            settings.rate_limit_per_second,
-            settings.rate_limit_burst,
+        limits=RateLimiter(counters, settings.rate_limit_per_second, settings.rate_limit_burst),
+        tenant_limits=RateLimiter(counters, *tenant_rates, per_tenant=True),
+        audit=audit,
+        sign_ins=SignIns(
+            accounts,
+            audit,
+            attempts=settings.console_sign_in_attempts,
+            window=settings.console_sign_in_window,
         ),
-        tenant_limits=RateLimiter(
-            counters,
-            settings.tenant_rate_limit_per_second,
-            settings.tenant_rate_limit_burst,
-            per_tenant=True,
-        ),
-        audit=AuditService(sessions, reads),
     )
     return services, recorder, shells
 

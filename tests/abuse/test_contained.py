@@ -65,6 +65,21 @@ async def test_a_fork_bomb_is_held_at_the_pids_limit_and_reported(
         assert ok["exit_code"] == 3 and ok["pids_limited"] is False  # a plain failure is no limit
 
 
+@pytest.mark.timeout(120)
+async def test_refused_forks_are_reported_on_the_command_that_met_them_even_when_it_succeeds(
+    tenant: Tenant,
+) -> None:
+    async with tenant.sandbox() as sid:
+        # more sleeps than the sandbox's pids allow: a subshell says it cannot fork, and the
+        # command goes on to end well
+        many = f"(i=0; while [ $i -lt {2 * SMALL['pids']} ]; do sleep 2 & i=$((i + 1)); done; wait); exit 0"
+        res = await tenant.exec(sid, many, timeout=30)
+        assert res["exit_code"] == 0 and "fork" in res["stderr"].lower(), res
+        assert res["pids_limited"] is True, res  # on it, not on the next command
+        after = await tenant.exec(sid, "echo next")
+        assert after["stdout"] == "next\n" and after["pids_limited"] is False
+
+
 @pytest.mark.timeout(150)
 async def test_a_detached_fork_bomb_is_reported_and_the_session_goes_on(
     tenant: Tenant, neighbour: Neighbour, figures: dict[str, Any]

@@ -33,6 +33,7 @@ TABLES = {
     "assets",
     "audit_events",
     "rate_buckets",
+    "issued_tokens",
 }
 
 

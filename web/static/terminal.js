@@ -1,5 +1,5 @@
 // The session page's terminal: xterm.js over the PTY WebSocket. The page asks the console for a
-// one-minute token (a POST carrying the CSRF header), then connects; keystrokes go as binary
+// one-minute, single-use token (a POST carrying the CSRF header), then connects; keystrokes go as binary
 // frames, window size changes as resize frames. Esc then Tab moves the focus on.
 (function () {
   "use strict";

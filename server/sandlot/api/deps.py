@@ -26,6 +26,7 @@ from sandlot.services.processes import ProcessService
 from sandlot.services.rate_limits import RateLimiter
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.sessions import SessionService
+from sandlot.services.sign_ins import SignIns
 from sandlot.services.snapshot_gc import SnapshotCollector
 from sandlot.services.snapshots import SnapshotService
 from sandlot.services.tenants import TenantService
@@ -69,6 +70,7 @@ class Services:
     overview: OverviewService
     charts: ChartService
     limits: RateLimiter
+    sign_ins: SignIns
     tenant_limits: RateLimiter
     audit: AuditService
 

@@ -11,9 +11,9 @@ text frames are JSON: ``{"type": "heartbeat"}`` every ``HEARTBEAT_SECONDS``, ``{
 A frame over ``MAX_FRAME_BYTES`` closes the socket with 1009 (see ``api/ws.py``).
 
 Authentication: the ``Authorization`` header, or (browsers) ``?token=`` from
-``POST .../pty/token``, valid for one minute and only for that terminal. The output pump waits
-for each frame to be sent before it reads more, so a slow client slows the terminal instead of
-growing the server's memory.
+``POST .../pty/token``, valid for one minute, for that terminal only and once. The output pump
+waits for each frame to be sent before it reads more, so a slow client slows the terminal
+instead of growing the server's memory.
 """
 
 from __future__ import annotations

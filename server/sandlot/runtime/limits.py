@@ -19,7 +19,10 @@ _SIGKILL_EXIT = 137
 def worth_a_look(exit_code: int | None, timed_out: bool, stderr: bytes) -> bool:
     """Whether a finished command may have met the memory or process limit, so that the
     sandbox's counters are worth reading (a look costs a ``docker exec``: a command that
-    merely failed, such as a ``grep`` that found nothing, does not pay for it)."""
+    merely failed, such as a ``grep`` that found nothing, does not pay for it). A command that
+    succeeded may have met one too: a loop whose forks were refused goes on and ends with 0,
+    saying so on stderr; were it not looked at, the next command that is would be the one
+    reported (#27)."""
     if timed_out or exit_code == _SIGKILL_EXIT:
         return True
-    return exit_code not in (0, None) and any(sign in stderr[-4096:] for sign in _LIMIT_SIGNS)
+    return any(sign in stderr[-4096:] for sign in _LIMIT_SIGNS)

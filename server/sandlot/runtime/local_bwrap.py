@@ -79,9 +79,23 @@ class Confinement:
         argv += ["--perms", "0755", "--dir", "/etc"]
         for name in _ETC:
             argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        argv += ["--bind", host_ws, workspace, "--perms", "1777", "--tmpfs", "/tmp"]
+        # /tmp and /dev/shm hold memory the address-space bound does not count: they get half
+        # and a quarter of the sandbox's memory (unsized, each was half the host's RAM, #27)
+        memory = int(meta["memory_mb"]) << 20  # type: ignore[call-overload]
+        argv += [
+            "--bind",
+            host_ws,
+            workspace,
+            "--perms",
+            "1777",
+            "--size",
+            str(memory // 2),
+            "--tmpfs",
+            "/tmp",
+        ]
         argv += ["--perms", "0755", "--dir", "/run", "--bind", str(home / "state"), SANDBOX_STATE]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
+        argv += ["--proc", "/proc", "--dev", "/dev"]
+        argv += ["--perms", "1777", "--size", str(memory // 4), "--tmpfs", "/dev/shm"]
         argv += ["--chdir", cwd]
         if uid is not None:  # bubblewrap sets up as root; the command runs as the sandbox's user
             assert self.setpriv is not None

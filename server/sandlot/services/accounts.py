@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from sandlot.domain.quotas import QUOTAS
 from sandlot.services.coalesce import Coalesced
 from sandlot.services.quotas import check_keys
 from sandlot.store.repositories import ApiKeyRepository, TenantRepository
+from sandlot.store.repositories.tokens import TokenRepository
 from sandlot.store.tables import ApiKey, Tenant
 from sandlot.store.types import utcnow
 
@@ -209,17 +211,45 @@ class AccountService:
 
     async def issue_token(self, principal: Principal, audience: str, ttl: int = 60) -> tuple[str, int]:
         """A short-lived token for one ``audience`` (such as ``pty:<session id>``), for clients
-        that cannot send headers (browsers opening a WebSocket); see :func:`_signer`. Returns
-        the token and its expiry (Unix time)."""
+        that cannot send headers (browsers opening a WebSocket); see :func:`_signer`. It is
+        recorded (``issued_tokens``) under a random id it carries, so it can be used once or
+        revoked. Returns the token and its expiry (Unix time)."""
         async with self._reads() as session:
             key = await session.get(ApiKey, principal.key_id)
         if key is None or key.revoked_at is not None:
             raise NotAuthenticated("this API key was revoked")
         expiry = int(time.time()) + ttl
-        token = _signer(key.digest, audience).dumps({"key": key.prefix, "exp": expiry})
+        token_id = secrets.token_hex(16)
+        async with self._sessions.begin() as session:
+            await TokenRepository(session).add(token_id, key.id, audience, expiry)
+        token = _signer(key.digest, audience).dumps({"key": key.prefix, "exp": expiry, "id": token_id})
         return f"{TOKEN_PREFIX}{token}", expiry
 
-    async def authenticate_token(self, token: str, audience: str) -> Principal:
+    async def authenticate_token(self, token: str, audience: str, *, once: bool = False) -> Principal:
+        """The principal of a token :meth:`issue_token` made for ``audience``: signed by its
+        key (not revoked), not expired, not revoked itself, and with ``once`` not used before
+        (this use spends it)."""
+        principal, token_id = await self._check_token(token, audience)
+        if once:
+            async with self._sessions.begin() as session:
+                good = await TokenRepository(session).spend(token_id, principal.key_id)
+        else:
+            async with self._reads() as session:
+                good = await TokenRepository(session).usable(token_id, principal.key_id)
+        if not good:
+            raise NotAuthenticated("this token was used or revoked; ask for a new one")
+        return principal
+
+    async def revoke_token(self, token: str, audience: str) -> None:
+        """End a token (a console sign-out): a good one is revoked, anything else is ignored."""
+        try:
+            _, token_id = await self._check_token(token, audience)
+        except NotAuthenticated:
+            return
+        async with self._sessions.begin() as session:
+            await TokenRepository(session).revoke(token_id)
+
+    async def _check_token(self, token: str, audience: str) -> tuple[Principal, str]:
         if not token.startswith(TOKEN_PREFIX):
             raise NotAuthenticated("malformed token")
         token = token.removeprefix(TOKEN_PREFIX)
@@ -237,7 +267,9 @@ class AccountService:
             raise NotAuthenticated("the token is not valid here") from None
         if not isinstance(checked.get("exp"), int) or checked["exp"] < time.time():
             raise NotAuthenticated("the token expired; ask for a new one")
-        return Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes))
+        if not isinstance(checked.get("id"), str):
+            raise NotAuthenticated("malformed token")
+        return Principal(tenant_id=key.tenant_id, key_id=key.id, scopes=frozenset(key.scopes)), checked["id"]
 
     async def bootstrap(self) -> CreatedKey | None:
         """On an empty store, create the operators tenant and its first key."""

@@ -2,7 +2,7 @@
 
 A terminal belongs to a session (its sandbox) or to a sandbox used directly. Browsers cannot
 send headers on a WebSocket, so a caller may trade its key for a one-minute token that opens
-only that terminal (its audience is ``pty:<id>``).
+only that terminal, once (its audience is ``pty:<id>``; a used token is refused).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class TerminalService:
         if authorization:
             return await self._accounts.authenticate(authorization)
         if token:
-            return await self._accounts.authenticate_token(token, f"pty:{target}")
+            return await self._accounts.authenticate_token(token, f"pty:{target}", once=True)
         return await self._accounts.authenticate(None)
 
     async def token(self, principal: Principal, target: str, *, session: bool) -> tuple[str, int]:

@@ -78,6 +78,21 @@ class ApiKey(SQLModel, table=True):
     revoked_at: datetime | None = Field(default=None, sa_type=UtcDateTime)
 
 
+class IssuedToken(SQLModel, table=True):
+    """A token the service signed for a key (a terminal's, a console sign-in's): what makes a
+    terminal token good for one use and a signed-out console session end everywhere. Times
+    are Unix seconds; rows past their expiry are removed as new tokens are issued."""
+
+    __tablename__ = "issued_tokens"
+
+    id: str = Field(primary_key=True, max_length=32)
+    key_id: str = Field(max_length=32)
+    audience: str = Field(max_length=200)
+    expires_at: float = Field(index=True)
+    used_at: float | None = None
+    revoked_at: float | None = None
+
+
 class Sandbox(SQLModel, table=True):
     """One container (or local directory) and where it is in its life."""
 

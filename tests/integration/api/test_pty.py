@@ -89,6 +89,9 @@ async def test_browser_token_opens_only_its_own_terminal(
     async with websockets.connect(ws(url, issued["path"])) as conn:  # no header at all
         await conn.send(b"echo via-token\n")
         await read_until(conn, b"via-token")
+    with pytest.raises(InvalidStatus):  # once (#27 finding 7: it opened terminals for a minute)
+        async with websockets.connect(ws(url, issued["path"])) as conn:
+            await conn.recv()
     for bad in (
         f"/v1/sessions/{sid}/pty",
         f"/v1/sessions/{sid}/pty?token=slt_x_1_y",

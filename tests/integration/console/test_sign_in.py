@@ -4,12 +4,15 @@ only its own objects."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import secrets
 
 from litestar.testing import AsyncTestClient
 
+from sandlot.app import create_app
 from sandlot.services.accounts import AccountService
+from sandlot.settings import Settings
 from tests.integration.conftest import Headers, NewTenant, key_of
 
 
@@ -51,6 +54,58 @@ async def test_signing_in_sets_a_strict_httponly_cookie_and_signing_out_refuses_
     )
     assert out.status_code == 303
     assert (await browser.get("/console/", follow_redirects=False)).status_code == 303
+
+
+async def test_signing_out_ends_the_session_everywhere_and_both_are_audited(
+    browser: AsyncTestClient, app_settings: Settings, new_tenant: NewTenant
+) -> None:
+    h = await new_tenant()
+    await _sign_in(browser, key_of(h))
+    cookie = browser.cookies.get("sandlot_console")
+    assert cookie
+    page = await browser.get("/console/")
+    out = await browser.post(
+        "/console/logout", data={"_csrf_token": _csrf(page.text)}, follow_redirects=False
+    )
+    assert out.status_code == 303
+    # a copy of the cookie (another browser, a stolen one) is signed out too (#27 finding 7:
+    # it stayed good for its 12 hours)
+    async with AsyncTestClient(create_app(app_settings), timeout=60) as other:
+        other.cookies.set("sandlot_console", cookie)
+        assert (await other.get("/console/", follow_redirects=False)).headers["location"] == "/console/login"
+    for _ in range(100):
+        trail = (await browser.get("/v1/audit", headers=h)).json()
+        if len(trail) >= 2:
+            break
+        await asyncio.sleep(0.1)
+    assert [(e["action"], e["outcome"]) for e in trail] == [
+        ("POST /console/logout", "ok"),
+        ("POST /console/login", "ok"),
+    ]
+
+
+async def test_failed_sign_ins_are_throttled_by_address(
+    app_settings: Settings, new_tenant: NewTenant
+) -> None:
+    key = key_of(await new_tenant())
+    strict = app_settings.model_copy(update={"console_sign_in_attempts": 3})
+    async with AsyncTestClient(create_app(strict), timeout=60) as browser:
+        form = await browser.get("/console/login")
+        for _ in range(3):
+            wrong = await browser.post(
+                "/console/login", data={"key": "sl_0_x", "_csrf_token": _csrf(form.text)}
+            )
+            assert wrong.status_code == 200 and 'role="alert"' in wrong.text
+        # then even the right key waits: the address has spent its attempts
+        held = await browser.post(
+            "/console/login", data={"key": key, "_csrf_token": _csrf(form.text)}, follow_redirects=False
+        )
+        assert (
+            held.status_code == 429
+            and "failed sign-ins" in held.text
+            and held.headers["Retry-After"] == "300"
+        )
+        assert "sandlot_console=" not in held.headers.get("set-cookie", "")
 
 
 async def test_a_wrong_key_is_refused_with_a_message(browser: AsyncTestClient) -> None:

@@ -84,6 +84,22 @@ async def test_the_process_limit_holds(local_runtime: LocalRuntime) -> None:
         await local_runtime.remove(ref)
 
 
+async def test_tmp_and_shm_are_sized_within_the_sandboxs_memory(local_runtime: LocalRuntime) -> None:
+    from sandlot.runtime.base import Limits
+
+    ref = await local_runtime.create(
+        SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX, limits=Limits(memory_mb=64))
+    )
+    try:
+        # each was half the host's RAM: a 256 MB sandbox wrote 1 GiB there (#27 finding 4)
+        sizes = await sh(local_runtime, ref, "df -k /tmp /dev/shm | tail -n 2")
+        assert [int(line.split()[1]) for line in sizes.splitlines()] == [32 * 1024, 16 * 1024], sizes
+        said = await sh(local_runtime, ref, "dd if=/dev/zero of=/tmp/f bs=1M count=48 2>&1; echo rc=$?")
+        assert b"No space left" in said and b"rc=1" in said, said
+    finally:
+        await local_runtime.remove(ref)
+
+
 async def test_network_access_is_refused(local_runtime: LocalRuntime) -> None:
     with pytest.raises(InvalidInput, match="network"):
         await local_runtime.create(
