@@ -225,9 +225,15 @@ async def export_workspace(rt: DockerRuntime, ref: str, workspace: str, limit: i
         with engine("archive"):
             # the response is released however the export ends: one left open keeps the
             # container locked, and its next exec would hang
+            # uncompressed: the engine gzips it for a client that accepts gzip (aiohttp's
+            # default), which cost CPU on both sides for nothing on a local socket, and a cut
+            # gzip stream failed as an undecodable payload (a 503 "engine unreachable")
             async with (
                 rt.docker._query(
-                    f"containers/{ref}/archive", method="GET", params={"path": workspace}
+                    f"containers/{ref}/archive",
+                    method="GET",
+                    params={"path": workspace},
+                    headers={"Accept-Encoding": "identity"},
                 ) as resp,
                 resp,
             ):

@@ -52,6 +52,10 @@ def engine_error(exc: BaseException, what: str) -> SandlotError:
         return SandboxStateError(f"docker {what} failed: {message}")
     if isinstance(exc, AssertionError):  # aiodocker's stream lost its transport
         return SandboxStateError(f"docker {what}: the connection to the sandbox is gone")
+    if isinstance(exc, aiohttp.ClientPayloadError) and what == "archive":
+        # the engine answered, then its archive stopped: the container (a stopped one, which
+        # reconciliation removes) went away while it was read
+        return SandboxStateError(f"docker {what}: the sandbox's container went away while it was read")
     return RuntimeUnavailable(f"docker engine unreachable during {what}: {exc!r}")
 
 
