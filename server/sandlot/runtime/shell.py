@@ -310,8 +310,7 @@ class PersistentShell:
         *,
         payload: bytes | None = None,
     ) -> ShellResult:
-        """Send ``line`` (made for the frame's token) and collect the frame; ``payload`` is
-        sent once the shell asks for it (``go <token>`` on stdout, see ``__sl_do``)."""
+        """Send ``line`` (for the frame's token), collect the frame; ``payload`` when asked."""
         assert self._stream is not None
         started = time.monotonic()
         token = f"__SL_{secrets.token_hex(12)}"
@@ -349,6 +348,10 @@ class PersistentShell:
             (out if chunk[0] == 1 else err).feed(chunk[1])
         code_text = (out.line or b"").strip()
         code = int(code_text) if code_text.isdigit() else None
+        while not self._chunks.empty():  # what came after the frame belongs to none (EOF stays)
+            if self._chunks.get_nowait() is _EOF:
+                self._chunks.put_nowait(_EOF)
+                break
         return ShellResult(
             exit_code=None if timed_out else code,
             stdout=out.buf.getvalue(),
@@ -362,8 +365,7 @@ class PersistentShell:
     async def _send_when_asked(
         self, go: bytes, payload: bytes, deadline: float, out: Framed, err: Framed
     ) -> None:
-        """Send a program's input once the shell asks for it (``go``, before anything else on
-        stdout); nothing when the deadline passes first (the frame loop then times out)."""
+        """Send a program's input once the shell asks (``go``); nothing past the deadline."""
         assert self._stream is not None
         asked = b""
         while not asked.startswith(go):
@@ -381,9 +383,7 @@ class PersistentShell:
         out.feed(asked[len(go) :])
 
     async def retire(self) -> None:
-        """Close the shell for good: a caller that holds it and waits to send a command gets
-        ``SandboxStateError`` instead of opening it again (in a sandbox its session may have
-        left, or a suspend froze)."""
+        """Close the shell for good: a caller waiting to send a command gets SandboxStateError."""
         self.broken = True
         await self.close()
 
