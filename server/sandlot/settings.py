@@ -96,6 +96,12 @@ class Settings(BaseSettings):
     docker_url: str | None = Field(
         default=None, description="Docker engine URL; default: DOCKER_HOST or the local socket."
     )
+    network_guard_image: str = Field(
+        default="sandlot/busybox:latest",
+        description="Image (with busybox's `ip`) whose short-lived container closes the host's "
+        "addresses and link-local ones in each sandbox with network access; without it on the "
+        "engine, `network: true` is refused.",
+    )
     allow_unisolated: bool = Field(
         default=False,
         description="Allow the local runtime without bubblewrap isolation in production mode.",

@@ -132,3 +132,23 @@ async def test_a_failing_source_fails_the_work_and_an_early_stop_ends_it() -> No
 
 async def test_bytes_io_is_fine_for_the_bridge() -> None:
     assert await consume(_source(b"data"), lambda r: io.BytesIO(r.read()).getvalue()) == b"data"
+
+
+def test_only_ipv4_addresses_of_the_hosts_listing_reach_the_network_guard() -> None:
+    """What `ip -4 -o addr show` printed is passed to a shell as arguments: only addresses
+    parse through, loopback is left out."""
+    from sandlot.runtime.docker_guard import parse_addresses
+
+    listing = "\n".join(
+        [
+            "1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever",
+            "2: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0",
+            "3: docker0    inet 172.17.0.1/16 brd 172.17.255.255 scope global docker0",
+            "4: evil    inet $(reboot)/24 scope global evil",
+            "5: evil2    inet 10.0.0.1;rm/8 scope global",
+            "6: short    inet",
+            "garbage",
+            "7: v6    inet6 fe80::1/64 scope link",
+        ]
+    )
+    assert parse_addresses(listing) == {"192.0.2.2", "172.17.0.1"}

@@ -41,6 +41,8 @@ from sandlot.runtime.base import (
 from sandlot.runtime.channels import ChannelLookup, Channels
 from sandlot.runtime.docker_config import Facts
 from sandlot.runtime.docker_create import create_container, ensure_network, sized_layers
+from sandlot.runtime.docker_guard import HostGuard
+from sandlot.runtime.docker_images import BUSYBOX_IMAGE
 from sandlot.runtime.docker_reset import CleanSlate
 from sandlot.runtime.docker_stats import container_usage
 from sandlot.runtime.docker_streams import ExecStream, PtyExecStream, engine, engine_error
@@ -73,7 +75,9 @@ class DockerRuntime:
     other_users = True  # docker exec's User: no capability comes with it (CapDrop ALL)
     relays_output = True  # a reader gone: the engine drops what the exec writes, it goes on
 
-    def __init__(self, url: str | None = None, instance: str = "default") -> None:
+    def __init__(
+        self, url: str | None = None, instance: str = "default", guard_image: str = BUSYBOX_IMAGE
+    ) -> None:
         self._url = url
         self.instance = instance
         self._client: aiodocker.Docker | None = None
@@ -83,6 +87,7 @@ class DockerRuntime:
         self._facts: dict[str, Facts] = {}
         self._clean = CleanSlate(self)
         self._network_ready = False
+        self.guard = HostGuard(self, guard_image)
         self.channels = Channels()
 
     @property
@@ -152,6 +157,12 @@ class DockerRuntime:
                 await container.start()
             except aiodocker.DockerError:
                 await container.delete(force=True, v=True)
+                raise
+        if spec.network:  # closed to its host before anything of the tenant's runs in it
+            try:
+                await self.guard.close(container.id)
+            except (SandboxStateError, RuntimeUnavailable):
+                await self.remove(container.id)
                 raise
         try:  # readiness: the sandbox must be able to run our shell
             probe = await self.run_quick(container.id, ["/bin/sh", "-c", "true"])

@@ -8,7 +8,8 @@ runtime keeps about it in its labels (so any process of the deployment can read 
 - Every writable place is sized: the writable layer by ``disk_mb`` where the engine can size
   it; with a read-only root the workspace and ``/tmp`` are size-bounded memory file systems.
 - Network, when allowed, is one bridge for all sandboxes with traffic between containers off,
-  so no sandbox reaches another (another tenant's or its own tenant's).
+  so no sandbox reaches another (another tenant's or its own tenant's), without IPv6; the host
+  itself is closed to it by :mod:`sandlot.runtime.docker_guard`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "LABEL_WORKSPACE",
     "NETWORK",
     "NETWORK_OPTIONS",
+    "NO_IPV6",
     "Facts",
     "container_config",
     "runs_as_root",
@@ -33,6 +35,8 @@ LABEL_USER = "dev.sandlot.user"
 LABEL_WORKSPACE = "dev.sandlot.workspace"  # "memory" when the workspace is a tmpfs
 NETWORK = "sandlot-sandboxes"
 NETWORK_OPTIONS = {"com.docker.network.bridge.enable_icc": "false"}
+#: a network sandbox has no IPv6: the guard that keeps it from its host closes IPv4 routes
+NO_IPV6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
 KEEPALIVE = ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600; done"]
 SHM_BYTES = 64 * 1024 * 1024
 
@@ -81,6 +85,8 @@ def container_config(
         "Mounts": [],
         "ShmSize": SHM_BYTES,
     }
+    if spec.network:
+        host["Sysctls"] = NO_IPV6
     if spec.read_only_root:
         # nothing of the image can change; the writable places are memory, within disk_mb
         host["Tmpfs"] = {

@@ -18,7 +18,9 @@ async def make_runtime(settings: Settings) -> SandboxRuntime:
     from sandlot.runtime.local import LocalRuntime
 
     if settings.runtime in (RuntimeKind.DOCKER, RuntimeKind.AUTO):
-        docker = DockerRuntime(settings.docker_url, instance=settings.instance)
+        docker = DockerRuntime(
+            settings.docker_url, instance=settings.instance, guard_image=settings.network_guard_image
+        )
         try:
             await docker.ping()
             return docker

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import secrets
+import socket
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiodocker
 import pytest
 
 from sandlot.domain.errors import DiskFull, RuntimeUnavailable, SandboxStateError
 from sandlot.runtime.base import ExecRequest, ExecResult, Limits, SandboxSpec
 from sandlot.runtime.docker import DockerRuntime
-from tests.conftest import BUSYBOX, PYTHON
+from sandlot.runtime.docker_guard import parse_addresses
+from tests.conftest import BUSYBOX, PYTHON, RUNTIME_INSTANCE
 
 
 @pytest.fixture
@@ -295,3 +299,60 @@ async def test_sandboxes_with_network_cannot_reach_each_other(docker_runtime: Do
     finally:
         for ref in refs:
             await docker_runtime.remove(ref)
+
+
+def _host_addresses() -> set[str]:
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show"], capture_output=True, text=True, check=True)
+    return parse_addresses(out.stdout)
+
+
+async def test_a_sandbox_with_network_reaches_neither_its_host_nor_link_local(
+    docker_runtime: DockerRuntime,
+) -> None:
+    """#27 finding 8: a host service bound to a wildcard address, reached through the gateway
+    or any host address, and the metadata address were all open to a network sandbox."""
+    listener = socket.create_server(("0.0.0.0", 0))
+    port = listener.getsockname()[1]
+    listener.setblocking(False)
+    ref = await docker_runtime.create(
+        SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_a", BUSYBOX, network=True)
+    )
+    try:
+        info = await docker_runtime.docker.containers.container(ref).show()
+        gateway = next(iter(info["NetworkSettings"]["Networks"].values()))["Gateway"]
+        targets = sorted(_host_addresses() | {gateway})
+        assert len(targets) >= 2, targets  # the gateway and the host's own address at least
+        for target in [*targets, "169.254.169.254"]:
+            probe = await _sh(docker_runtime, ref, f"echo hi | nc -w 2 {target} {port}; echo rc=$?")
+            assert b"rc=1" in probe.stdout, (target, probe)
+            assert b"Permission denied" in probe.stderr, (target, probe)  # refused here, at once
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing came through
+        # the rest still goes out through the gateway; IPv6 is off
+        routes = await _sh(
+            docker_runtime, ref, "ip route get 10.1.2.3; cat /proc/sys/net/ipv6/conf/all/disable_ipv6"
+        )
+        assert f"via {gateway}".encode() in routes.stdout and routes.stdout.endswith(b"1\n"), routes
+        # and root in the sandbox cannot take a route away (no capability)
+        undo = await docker_runtime.exec(
+            ref, ExecRequest(f"ip route del prohibit {gateway}/32; ip route flush all", user="0")
+        )
+        assert b"Operation not permitted" in undo.stderr, undo
+        again = await _sh(docker_runtime, ref, f"nc -w 2 {gateway} {port} </dev/null; echo rc=$?")
+        assert b"rc=1" in again.stdout and b"Permission denied" in again.stderr, again
+    finally:
+        listener.close()
+        await docker_runtime.remove(ref)
+
+
+async def test_without_its_guard_image_a_network_sandbox_is_refused_and_left_nowhere() -> None:
+    runtime = DockerRuntime(instance=RUNTIME_INSTANCE, guard_image="sandlot/no-such-guard:0")
+    sandbox_id = f"sbx_{secrets.token_hex(8)}"
+    try:
+        with pytest.raises(RuntimeUnavailable, match="guard image 'sandlot/no-such-guard:0'"):
+            await runtime.create(SandboxSpec(sandbox_id, "ten_a", BUSYBOX, network=True))
+        assert not await runtime.is_running(runtime.ref_for(sandbox_id))
+        with pytest.raises(aiodocker.DockerError):  # removed, not only stopped
+            await runtime.docker.containers.container(runtime.ref_for(sandbox_id)).show()
+    finally:
+        await runtime.close()
