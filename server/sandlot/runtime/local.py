@@ -17,7 +17,6 @@ import contextlib
 import os
 import pty
 import shutil
-import time
 from collections.abc import AsyncIterable, AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -42,6 +41,7 @@ from sandlot.runtime.local_exec import run_confined
 from sandlot.runtime.local_fs import Workspace
 from sandlot.runtime.local_meta import (
     META,
+    empty_home,
     home_of,
     make_home,
     new_meta,
@@ -49,15 +49,16 @@ from sandlot.runtime.local_meta import (
     read_meta,
     uid_of,
 )
+from sandlot.runtime.local_pidns import PidNamespaces
 from sandlot.runtime.local_procs import (
     LocalPty,
     PipeStream,
-    cpu_and_memory,
     descendants,
     kill_tree,
     kill_user,
     processes_of,
     set_winsize,
+    usage_of,
 )
 from sandlot.runtime.local_spawn import PIPE, spawn
 from sandlot.runtime.local_users import claim_uid, release_uid
@@ -95,12 +96,30 @@ class LocalRuntime:
         self._confine = Confinement.of_host()
         self._procs: dict[str, set[int]] = {}
         self._own_users = os.geteuid() == 0 and self._confine.setpriv is not None
-        self.isolated = self._confine.bwrap is not None and self._own_users
+        confined = self._confine.bwrap is not None and self._confine.bash is not None
+        self.isolated = confined and self._own_users
+        self._pidns = PidNamespaces(self._confine.bwrap) if self.isolated else None  # type: ignore[arg-type]
         self.channels = Channels()
 
     async def close(self) -> None:
         for ref in list(self._procs):
             self._kill_all(ref)
+        if self._pidns is not None:
+            self._pidns.close()
+
+    @contextlib.asynccontextmanager
+    async def _confined(
+        self, ref: str, meta: Mapping[str, object], request: ExecRequest
+    ) -> AsyncIterator[tuple[list[str], tuple[int, ...]]]:
+        """``request``'s confined command line, and the descriptor it is given (of the
+        sandbox's pid namespace, see local_pidns), closed here once it started."""
+        home = self._dir(ref)
+        fd = await self._pidns.enter(ref, home) if self._pidns is not None else None
+        try:
+            yield self._confine.argv(home, meta, request, fd), (() if fd is None else (fd,))
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     async def ping(self) -> None:
         self._root.mkdir(parents=True, exist_ok=True)
@@ -143,6 +162,9 @@ class LocalRuntime:
         with contextlib.suppress(SandboxStateError):
             uid = uid_of(self._meta(ref))
         self._kill_all(ref, uid)
+        if self._pidns is not None:
+            self._pidns.forget(ref)
+            await asyncio.to_thread(self._pidns.end, ref, self._dir(ref))
         await asyncio.to_thread(shutil.rmtree, self._dir(ref), True)
         if uid is not None:
             release_uid(self._root, uid)
@@ -161,13 +183,15 @@ class LocalRuntime:
             raise InvalidInput(_NO_OTHER_USERS, field="user")
         meta = self._meta(ref)
         home = self._dir(ref)
-        return await run_confined(
-            self._confine.argv(home, meta, request),
-            request,
-            cwd=self._confine.host_cwd(home, meta, request.cwd),
-            env=self._confine.env(meta, request, str(home / "workspace")),
-            running=self._procs.setdefault(ref, set()),
-        )
+        async with self._confined(ref, meta, request) as (argv, fds):
+            return await run_confined(
+                argv,
+                request,
+                cwd=self._confine.host_cwd(home, meta, request.cwd),
+                env=self._confine.env(meta, request, str(home / "workspace")),
+                running=self._procs.setdefault(ref, set()),
+                pass_fds=fds,
+            )
 
     def use_channels(self, lookup: ChannelLookup) -> None:
         self.channels.use(lookup)
@@ -205,14 +229,16 @@ class LocalRuntime:
         meta = self._meta(ref)
         request = ExecRequest(list(argv), env=env or {})
         host_ws = str(self._dir(ref) / "workspace")
-        proc = await spawn(
-            self._confine.argv(self._dir(ref), meta, request),
-            stdin=PIPE,
-            stdout=PIPE,
-            stderr=PIPE,
-            cwd=host_ws,
-            env=self._confine.env(meta, request, host_ws),
-        )
+        async with self._confined(ref, meta, request) as (argv, fds):
+            proc = await spawn(
+                argv,
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=PIPE,
+                cwd=host_ws,
+                env=self._confine.env(meta, request, host_ws),
+                pass_fds=fds,
+            )
         self._procs.setdefault(ref, set()).add(proc.pid)
         return PipeStream(proc)
 
@@ -225,14 +251,16 @@ class LocalRuntime:
         master, slave = pty.openpty()
         set_winsize(master, cols, rows)
         try:
-            proc = await spawn(
-                self._confine.argv(self._dir(ref), meta, request),
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                cwd=host_ws,
-                env=self._confine.env(meta, request, host_ws),
-            )
+            async with self._confined(ref, meta, request) as (argv, fds):
+                proc = await spawn(
+                    argv,
+                    stdin=slave,
+                    stdout=slave,
+                    stderr=slave,
+                    cwd=host_ws,
+                    env=self._confine.env(meta, request, host_ws),
+                    pass_fds=fds,
+                )
         finally:
             os.close(slave)
         self._procs.setdefault(ref, set()).add(proc.pid)
@@ -247,8 +275,14 @@ class LocalRuntime:
         return f"{self.state_dir(ref)}/proc"  # on this host's disk already
 
     async def kill_tree(self, ref: str, pid: int, *, include_root: bool = True) -> None:
-        # the pid came from inside the sandbox: only its own user's processes may be touched
+        # the pid came from inside the sandbox (its own namespace's): only its own user's
+        # processes may be touched
         uid = uid_of(self._meta(ref))
+        if self._pidns is not None:
+            found = await self._pidns.host_pid(ref, self._dir(ref), pid)
+            if found is None:
+                return
+            pid = found
         await asyncio.to_thread(kill_tree, pid, include_root, uid)
 
     async def oom_killed(self, ref: str) -> bool:
@@ -261,22 +295,10 @@ class LocalRuntime:
         meta = self._meta(ref)
         uid = uid_of(meta)
 
-        def sample() -> tuple[float, int, int]:
-            # its own host user's processes; without one, the trees the runtime started
-            pids = set(processes_of(uid)) if uid is not None else descendants(self._procs.get(ref, set()))
-            return cpu_and_memory(pids)
+        def pids() -> set[int]:  # its own host user's; without one, the trees the runtime started
+            return set(processes_of(uid)) if uid is not None else descendants(self._procs.get(ref, set()))
 
-        start = time.perf_counter()
-        cpu_before, _, _ = await asyncio.to_thread(sample)
-        await asyncio.sleep(0.5)
-        cpu_after, memory, count = await asyncio.to_thread(sample)
-        elapsed = time.perf_counter() - start
-        return Usage(
-            cpu_percent=round(max(cpu_after - cpu_before, 0.0) / elapsed * 100, 1),
-            memory_bytes=memory,
-            memory_limit=int(str(meta["memory_mb"])) << 20,
-            processes=count,
-        )
+        return await usage_of(pids, int(str(meta["memory_mb"])) << 20)
 
     async def reset(self, ref: str, workspace: str, *, then_shell: bool = False) -> PipeStream | None:
         await self._reset(ref)
@@ -289,23 +311,8 @@ class LocalRuntime:
         if survivors:
             raise SandboxStateError("processes of the sandbox survived its reset")
 
-        host_ws = self._dir(ref) / "workspace"
-
-        def empty() -> None:
-            state = self._dir(ref) / "state"
-            shutil.rmtree(state, ignore_errors=True)
-            state.mkdir(mode=0o700)
-            if uid is not None:
-                os.chown(state, uid, uid)
-            os.chmod(host_ws, 0o700)
-            for child in host_ws.iterdir():
-                if child.is_dir() and not child.is_symlink():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
-
         try:
-            await asyncio.to_thread(empty)
+            await asyncio.to_thread(empty_home, self._dir(ref), uid)
         except OSError as exc:
             raise SandboxStateError(f"sandbox reset failed: {exc}") from exc
 

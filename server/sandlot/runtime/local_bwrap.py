@@ -47,14 +47,20 @@ class Confinement:
     bwrap: str | None
     prlimit: str | None
     setpriv: str | None
+    bash: str | None = None  # closes the pid namespace's descriptor before the command runs
 
     @classmethod
     def of_host(cls) -> Confinement:
-        return cls(shutil.which("bwrap"), shutil.which("prlimit"), shutil.which("setpriv"))
+        found = shutil.which
+        return cls(found("bwrap"), found("prlimit"), found("setpriv"), found("bash"))
 
-    def argv(self, home: Path, meta: Mapping[str, object], request: ExecRequest) -> list[str]:
+    def argv(
+        self, home: Path, meta: Mapping[str, object], request: ExecRequest, pidns: int | None = None
+    ) -> list[str]:
         """``request``'s command wrapped in the programs there are (prlimit, then bubblewrap,
-        then setpriv), in that order so each sets up what the next relies on."""
+        then setpriv), in that order so each sets up what the next relies on; with ``pidns``
+        (a descriptor the command inherits) in that pid namespace, which bash closes before
+        anything of the sandbox's runs (bubblewrap leaves it open)."""
         host_ws = str(home / "workspace")
         workspace = str(meta["workspace"])
         cwd = request.cwd or workspace
@@ -68,8 +74,9 @@ class Confinement:
             argv.append("--")
         if self.bwrap is None:
             return argv + request.argv()
-        # No pid namespace: pids stay host pids, so kill_tree can find a command's tree.
         argv += [self.bwrap, "--die-with-parent", "--unshare-ipc", "--unshare-uts"]
+        if pidns is not None:  # the sandbox's own (see local_pidns); its /proc is that one's
+            argv += ["--pidns", str(pidns)]
         argv += ["--unshare-cgroup-try", "--unshare-net"]
         if uid is None:
             argv += ["--unshare-user", "--uid", "1000", "--gid", "1000"]
@@ -97,6 +104,9 @@ class Confinement:
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(memory // 4), "--tmpfs", "/dev/shm"]
         argv += ["--chdir", cwd]
+        if pidns is not None:
+            assert self.bash is not None
+            argv += [self.bash, "-c", f'exec "$@" {int(pidns)}<&-', "bash"]
         if uid is not None:  # bubblewrap sets up as root; the command runs as the sandbox's user
             assert self.setpriv is not None
             argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]

@@ -17,7 +17,13 @@ __all__ = ["run_confined"]
 
 
 async def run_confined(
-    argv: Sequence[str], request: ExecRequest, *, cwd: str, env: Mapping[str, str], running: set[int]
+    argv: Sequence[str],
+    request: ExecRequest,
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    running: set[int],
+    pass_fds: Sequence[int] = (),
 ) -> ExecResult:
     """Run ``argv`` (``request``'s command as confinement wraps it) to completion, with its
     stdin, timeout (the whole tree killed) and output limit; its pid is in ``running`` while it
@@ -31,6 +37,7 @@ async def run_confined(
             stderr=PIPE,
             cwd=cwd,
             env=env,
+            pass_fds=pass_fds,
         )
     except FileNotFoundError as exc:
         return ExecResult(127, b"", f"{exc}\n".encode(), (time.perf_counter() - start) * 1000)

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from sandlot.domain.errors import NotFound, SandboxStateError
 from sandlot.runtime.base import LABEL_INSTANCE, LABEL_MANAGED, OwnedSandbox, SandboxSpec
 
-__all__ = ["META", "home_of", "make_home", "new_meta", "owned_sandboxes", "read_meta", "uid_of"]
+__all__ = [
+    "META",
+    "empty_home",
+    "home_of",
+    "make_home",
+    "new_meta",
+    "owned_sandboxes",
+    "read_meta",
+    "uid_of",
+]
 
 META = "sandbox.json"
 
@@ -50,6 +60,21 @@ def make_home(home: Path, meta: Mapping[str, object], uid: int | None) -> None:
         if uid is not None:
             os.chown(home / part, uid, uid)
     (home / META).write_text(json.dumps(meta))
+
+
+def empty_home(home: Path, uid: int | None) -> None:
+    """Empty a sandbox's state directory and workspace (a reset; nothing of it runs now)."""
+    state, host_ws = home / "state", home / "workspace"
+    shutil.rmtree(state, ignore_errors=True)
+    state.mkdir(mode=0o700)
+    if uid is not None:
+        os.chown(state, uid, uid)
+    os.chmod(host_ws, 0o700)
+    for child in host_ws.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
 
 
 def read_meta(root: Path, ref: str) -> dict[str, object]:

@@ -11,9 +11,10 @@ import signal
 import struct
 import termios
 import time
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Callable
 
 from sandlot.domain.errors import SandboxStateError
+from sandlot.runtime.base import Usage
 from sandlot.runtime.local_spawn import Child
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "killpg",
     "processes_of",
     "set_winsize",
+    "usage_of",
 ]
 
 
@@ -138,6 +140,21 @@ def cpu_and_memory(pids: set[int]) -> tuple[float, int, int]:
         pages += int(fields[21])
         count += 1
     return ticks / os.sysconf("SC_CLK_TCK"), pages * os.sysconf("SC_PAGE_SIZE"), count
+
+
+async def usage_of(pids: Callable[[], set[int]], memory_limit: int) -> Usage:
+    """The CPU share (over half a second), memory and count of the processes ``pids`` gives."""
+    start = time.perf_counter()
+    cpu_before, _, _ = await asyncio.to_thread(lambda: cpu_and_memory(pids()))
+    await asyncio.sleep(0.5)
+    cpu_after, memory, count = await asyncio.to_thread(lambda: cpu_and_memory(pids()))
+    elapsed = time.perf_counter() - start
+    return Usage(
+        cpu_percent=round(max(cpu_after - cpu_before, 0.0) / elapsed * 100, 1),
+        memory_bytes=memory,
+        memory_limit=memory_limit,
+        processes=count,
+    )
 
 
 def kill_tree(root: int, include_root: bool = True, only_uid: int | None = None) -> None:

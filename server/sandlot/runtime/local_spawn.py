@@ -145,9 +145,10 @@ async def spawn(
     stderr: int,
     cwd: str,
     env: Mapping[str, str],
+    pass_fds: Sequence[int] = (),
 ) -> Child:
     """Start ``argv`` in a session of its own (``PIPE``, ``DEVNULL`` or a descriptor for each
-    stream), with nothing open in it but its stdin, stdout and stderr."""
+    stream), with nothing open in it but its stdin, stdout and stderr (and ``pass_fds``)."""
     popen = await asyncio.to_thread(
         subprocess.Popen,
         list(argv),
@@ -158,6 +159,7 @@ async def spawn(
         env=dict(env),
         start_new_session=True,
         close_fds=True,
+        pass_fds=tuple(pass_fds),
     )
     child = Child(popen)
     try:

@@ -62,6 +62,51 @@ async def test_a_sandbox_cannot_signal_this_hosts_processes(local_runtime: Local
         await victim.wait()
 
 
+_PS = "for p in /proc/[0-9]*; do printf '%s ' \"${p#/proc/}\"; tr '\\0' ' ' < $p/cmdline; echo; done"
+
+
+async def test_a_sandbox_sees_only_its_own_processes(local_runtime: LocalRuntime, ref: str) -> None:
+    """#27 finding 4: a local sandbox's /proc was the host's: another tenant's command line
+    (with a secret in it) and root's bwrap lines with host paths were readable."""
+    other = await local_runtime.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_other", BUSYBOX))
+    secret = f"s3cret{secrets.token_hex(6)}"
+    try:
+        await sh(local_runtime, other, f"(setsid sleep 300 {secret} >/dev/null 2>&1 &) ; true")
+        await sh(local_runtime, ref, "(setsid sleep 299 >/dev/null 2>&1 &) ; true")
+        seen = await sh(local_runtime, ref, _PS)
+        assert secret.encode() not in seen, seen  # another sandbox's command line
+        assert b"sleep 299" in seen  # its own background process
+        assert b"pytest" not in seen and str(local_runtime._root).encode() not in seen, seen  # the host's
+        assert b"sandlot" not in seen, seen  # nothing names the service or its data
+        # its pids are its own and mean the same in every command: kill from a later one
+        pid = (await sh(local_runtime, ref, "pgrep -f 'sleep 299' || pidof sleep")).split()[0]
+        assert int(pid) < 100, seen
+        await sh(local_runtime, ref, f"kill -9 {pid.decode()}")
+        assert b"sleep 299" not in await sh(local_runtime, ref, _PS)
+        # its init is root's and out of its reach; nothing of the namespace's leaks in
+        said = await sh(local_runtime, ref, "kill -9 1; echo rc=$?; ls -l /proc/self/fd")
+        assert b"rc=1" in said and b"pid:[" not in said, said
+    finally:
+        await local_runtime.remove(other)
+
+
+async def test_a_sandboxs_processes_outlive_a_restarted_service_and_end_with_the_sandbox(
+    local_runtime: LocalRuntime, tmp_path: Path
+) -> None:
+    root = tmp_path / "sandboxes"
+    first = LocalRuntime(root, instance="restart")
+    ref = await first.create(SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_test", BUSYBOX))
+    await sh(first, ref, "(setsid sleep 298 >/dev/null 2>&1 &) ; true")
+    await first.close()
+    again = LocalRuntime(root, instance="restart")
+    try:
+        assert b"sleep 298" in await sh(again, ref, _PS)  # the same namespace, taken up again
+        uid = _host_user(again, ref)
+    finally:
+        await again.remove(ref)
+    assert not processes_of(uid)
+
+
 async def test_the_reset_kills_what_escaped_the_command_tree(local_runtime: LocalRuntime, ref: str) -> None:
     marker = f"sleep {secrets.randbelow(9000) + 1000}"
     await sh(local_runtime, ref, f"setsid sh -c '{marker}' >/dev/null 2>&1 & sleep 0.2")

@@ -1,0 +1,156 @@
+"""A local sandbox's own pid namespace (#27, finding 4).
+
+Without one, a local sandbox's ``/proc`` was the host's: every other tenant's command line
+(a secret in argv included) and root's ``bwrap`` lines with host paths were readable. Each
+isolated sandbox gets a namespace of its own, held by a holder: ``bwrap --unshare-pid`` running
+``sleep``, whose first process is the namespace's init (root's, out of the sandbox user's reach:
+it reaps orphans, and its end ends everything in the namespace). Every command of the sandbox
+joins that namespace (bubblewrap's ``--pidns``, with a descriptor of it the runtime keeps open)
+and mounts a ``/proc`` of it, so a command sees its own sandbox's processes only, and the pids
+a sandbox records for itself (a shell's ``$$``, a background process's) mean the same in every
+later command of it.
+
+The holder outlives the service (a restart must not end a sandbox's background processes): the
+host pid of its init and the namespace's inode are kept in the sandbox's directory, and a
+restarted service takes the namespace up again when both still agree. Host-side kills name
+processes by host pid; :meth:`PidNamespaces.host_pid` turns a pid the sandbox gave into one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+from sandlot.domain.errors import SandboxStateError
+
+__all__ = ["HOLDER", "PidNamespaces"]
+
+HOLDER = "pidns"  # in a sandbox's directory: "<host pid of the namespace's init> <its inode>"
+_SLEEP = ("--", "sleep", "infinity")
+_CHILD = re.compile(rb'"child-pid":\s*(\d+)')
+
+
+def _inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+class PidNamespaces:
+    """The pid namespaces of one runtime's sandboxes: started on a sandbox's first command,
+    taken up again after a restart, ended with the sandbox."""
+
+    def __init__(self, bwrap: str) -> None:
+        self._bwrap = bwrap
+        self._held: dict[str, tuple[int, int, int]] = {}  # ref -> (descriptor, init's pid, inode)
+        self._holders: dict[str, subprocess.Popen[bytes]] = {}  # those this process started
+        self._lock = asyncio.Lock()
+
+    async def enter(self, ref: str, home: Path) -> int:
+        """A descriptor of ``ref``'s pid namespace for a command to join (started when it has
+        none, or when its init is gone): the caller's own copy, to close once the command
+        started (the runtime's may be closed meanwhile, and its number given to another)."""
+        held = self._held.get(ref)
+        if held is None or _inode(held[1]) != held[2]:
+            async with self._lock:
+                held = self._held.get(ref)
+                if held is None or _inode(held[1]) != held[2]:
+                    self.forget(ref)
+                    held = await asyncio.to_thread(self._take_or_start, ref, home)
+                    self._held[ref] = held
+        return os.dup(held[0])
+
+    def _take_or_start(self, ref: str, home: Path) -> tuple[int, int, int]:
+        with contextlib.suppress(OSError, ValueError):
+            pid, inode = (int(w) for w in (home / HOLDER).read_text().split())
+            found = self._open(pid, inode)
+            if found is not None:
+                return found
+        r, w = os.pipe()
+        try:
+            holder = subprocess.Popen(
+                [self._bwrap, "--unshare-pid", "--ro-bind", "/", "/", "--info-fd", str(w), *_SLEEP],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(w,),
+                start_new_session=True,
+            )
+        finally:
+            os.close(w)
+        info = b""
+        with open(r, "rb") as reader:  # bubblewrap writes its info, then closes it
+            while chunk := reader.read(4096):
+                info += chunk
+        found_pid = _CHILD.search(info)
+        opened = self._open(int(found_pid.group(1)), None) if found_pid else None
+        if opened is None:
+            holder.kill()
+            holder.wait()
+            raise SandboxStateError(f"could not start the sandbox's pid namespace: {info[:200]!r}")
+        self._holders[ref] = holder
+        (home / HOLDER).write_text(f"{opened[1]} {opened[2]}")
+        return opened
+
+    @staticmethod
+    def _open(pid: int, inode: int | None) -> tuple[int, int, int] | None:
+        """A descriptor of ``pid``'s pid namespace, if it is ``inode`` (any, when None) and
+        another than the service's own."""
+        try:
+            fd = os.open(f"/proc/{pid}/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        found = os.fstat(fd).st_ino
+        if (inode is not None and found != inode) or found == _inode(os.getpid()):
+            os.close(fd)
+            return None
+        return fd, pid, found
+
+    async def host_pid(self, ref: str, home: Path, pid: int) -> int | None:
+        """The host pid of the process ``ref`` knows as ``pid``, or None when it has none."""
+        os.close(await self.enter(ref, home))
+        return await asyncio.to_thread(self._host_pid, self._held[ref][2], pid)
+
+    @staticmethod
+    def _host_pid(inode: int, pid: int) -> int | None:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or _inode(int(entry)) != inode:
+                continue
+            with contextlib.suppress(OSError), open(f"/proc/{entry}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"NSpid:"):
+                        if int(line.split()[-1]) == pid:
+                            return int(entry)
+                        break
+        return None
+
+    def end(self, ref: str, home: Path) -> None:
+        """End ``ref``'s namespace and everything in it (its init killed); blocking, after
+        :meth:`forget` on the loop."""
+        with contextlib.suppress(OSError, ValueError):
+            pid, inode = (int(w) for w in (home / HOLDER).read_text().split())
+            if _inode(pid) == inode:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        holder = self._holders.pop(ref, None)
+        if holder is not None:
+            holder.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                holder.wait(timeout=5)
+
+    def forget(self, ref: str) -> None:
+        """Let go of ``ref``'s descriptor (on the loop, where copies are made)."""
+        held = self._held.pop(ref, None)
+        if held is not None:
+            os.close(held[0])
+
+    def close(self) -> None:
+        """Let go of every descriptor; the namespaces stay (their sandboxes do)."""
+        for ref in list(self._held):
+            self.forget(ref)
