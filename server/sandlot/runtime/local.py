@@ -96,7 +96,8 @@ class LocalRuntime:
         self._confine = Confinement.of_host()
         self._procs: dict[str, set[int]] = {}
         self._own_users = os.geteuid() == 0 and self._confine.setpriv is not None
-        confined = self._confine.bwrap is not None and self._confine.bash is not None
+        tools = (self._confine.bwrap, self._confine.bash, self._confine.env_tool)
+        confined = all(tool is not None for tool in tools)
         self.isolated = confined and self._own_users
         self._pidns = PidNamespaces(self._confine.bwrap) if self.isolated else None  # type: ignore[arg-type]
         self.channels = Channels()
@@ -162,10 +163,8 @@ class LocalRuntime:
         with contextlib.suppress(SandboxStateError):
             uid = uid_of(self._meta(ref))
         self._kill_all(ref, uid)
-        if self._pidns is not None:
-            self._pidns.forget(ref)
-            await asyncio.to_thread(self._pidns.end, ref, self._dir(ref))
-        await asyncio.to_thread(shutil.rmtree, self._dir(ref), True)
+        async with self._pidns.ending(ref, self._dir(ref)) if self._pidns else contextlib.nullcontext():
+            await asyncio.to_thread(shutil.rmtree, self._dir(ref), True)
         if uid is not None:
             release_uid(self._root, uid)
 

@@ -23,6 +23,7 @@ from sandlot.runtime.local_meta import uid_of
 __all__ = ["SANDBOX_STATE", "Confinement"]
 
 SANDBOX_STATE = "/run/sandlot"  # where a sandbox sees its state directory under bubblewrap
+_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
 _ETC = (
     "passwd",
@@ -48,19 +49,26 @@ class Confinement:
     prlimit: str | None
     setpriv: str | None
     bash: str | None = None  # closes the pid namespace's descriptor before the command runs
+    env_tool: str | None = None  # gives the command its environment once no root is left
 
     @classmethod
     def of_host(cls) -> Confinement:
         found = shutil.which
-        return cls(found("bwrap"), found("prlimit"), found("setpriv"), found("bash"))
+        return cls(found("bwrap"), found("prlimit"), found("setpriv"), found("bash"), found("env"))
 
     def argv(
         self, home: Path, meta: Mapping[str, object], request: ExecRequest, pidns: int | None = None
     ) -> list[str]:
         """``request``'s command wrapped in the programs there are (prlimit, then bubblewrap,
         then setpriv), in that order so each sets up what the next relies on; with ``pidns``
-        (a descriptor the command inherits) in that pid namespace, which bash closes before
-        anything of the sandbox's runs (bubblewrap leaves it open)."""
+        (a descriptor the command inherits) in that pid namespace.
+
+        The programs before setpriv run as root (or the service's user) with :meth:`env`
+        alone: the sandbox's own environment (``LD_PRELOAD``, ``BASH_ENV``...) is given by
+        ``env -i`` after setpriv, so nothing of it steers a program with privileges (#27
+        review: an ``LD_PRELOAD`` of a file in the workspace ran in prlimit as root). Then a
+        shell closes the namespace's descriptor (bubblewrap leaves it open) and runs the
+        command."""
         host_ws = str(home / "workspace")
         workspace = str(meta["workspace"])
         cwd = request.cwd or workspace
@@ -104,22 +112,41 @@ class Confinement:
         argv += ["--proc", "/proc", "--dev", "/dev"]
         argv += ["--perms", "1777", "--size", str(memory // 4), "--tmpfs", "/dev/shm"]
         argv += ["--chdir", cwd]
-        if pidns is not None:
-            assert self.bash is not None
-            argv += [self.bash, "-c", f'exec "$@" {int(pidns)}<&-', "bash"]
         if uid is not None:  # bubblewrap sets up as root; the command runs as the sandbox's user
             assert self.setpriv is not None
             argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
             argv += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
-        return [*argv, *request.argv()]
+        return [*argv, *self._as_sandbox(home, meta, request, pidns)]
 
-    def env(self, meta: Mapping[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
+    def _as_sandbox(
+        self, home: Path, meta: Mapping[str, object], request: ExecRequest, pidns: int | None
+    ) -> list[str]:
+        """The unprivileged end of the command line: the sandbox's environment, the pid
+        namespace's descriptor closed (the shell also keeps ``env`` from taking a command
+        named ``a=b`` for a variable), then the command."""
+        if self.env_tool is None:  # no coreutils: the environment came with the launch
+            return request.argv()
+        variables = self.sandbox_env(meta, request, str(home / "workspace"))
+        shell, close = (self.bash, f" {int(pidns)}<&-") if pidns is not None else ("/bin/sh", "")
+        assert shell is not None
+        assignments = [f"{k}={v}" for k, v in variables.items()]
+        return [self.env_tool, "-i", *assignments, shell, "-c", f'exec "$@"{close}', "sh", *request.argv()]
+
+    def sandbox_env(self, meta: Mapping[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
         """The command's whole environment: nothing of the service's own leaks in."""
         home = str(meta["workspace"]) if self.bwrap else host_ws
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": home}
+        env = {"PATH": _PATH, "HOME": home}
         env.update(dict(meta.get("env") or {}))  # type: ignore[call-overload]
         env.update(request.env)
         return env
+
+    def env(self, meta: Mapping[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
+        """The environment the launch gets: a fixed one for the programs that run with
+        privileges (the sandbox's own comes after them), or, without ``env`` on this host,
+        the sandbox's."""
+        if self.env_tool is None:
+            return self.sandbox_env(meta, request, host_ws)
+        return {"PATH": _PATH}
 
     def host_cwd(self, home: Path, meta: Mapping[str, object], cwd: str | None) -> str:
         """Where the command starts on this host. Under bubblewrap it changes directory itself

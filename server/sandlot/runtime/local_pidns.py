@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import subprocess
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from sandlot.domain.errors import SandboxStateError
@@ -50,6 +51,7 @@ class PidNamespaces:
         self._bwrap = bwrap
         self._held: dict[str, tuple[int, int, int]] = {}  # ref -> (descriptor, init's pid, inode)
         self._holders: dict[str, subprocess.Popen[bytes]] = {}  # those this process started
+        self._ending: set[str] = set()  # being removed
         self._lock = asyncio.Lock()
 
     async def enter(self, ref: str, home: Path) -> int:
@@ -59,9 +61,11 @@ class PidNamespaces:
         held = self._held.get(ref)
         if held is None or _inode(held[1]) != held[2]:
             async with self._lock:
+                if ref in self._ending:
+                    raise SandboxStateError(f"local sandbox {ref} is being removed")
                 held = self._held.get(ref)
                 if held is None or _inode(held[1]) != held[2]:
-                    self.forget(ref)
+                    self._forget(ref)
                     held = await asyncio.to_thread(self._take_or_start, ref, home)
                     self._held[ref] = held
         return os.dup(held[0])
@@ -72,6 +76,8 @@ class PidNamespaces:
             found = self._open(pid, inode)
             if found is not None:
                 return found
+        if not (home / "workspace").is_dir():  # removed meanwhile: nothing to hold
+            raise SandboxStateError(f"local sandbox {ref} is gone")
         r, w = os.pipe()
         try:
             holder = subprocess.Popen(
@@ -94,8 +100,14 @@ class PidNamespaces:
             holder.kill()
             holder.wait()
             raise SandboxStateError(f"could not start the sandbox's pid namespace: {info[:200]!r}")
+        try:
+            (home / HOLDER).write_text(f"{opened[1]} {opened[2]}")
+        except OSError as exc:  # the sandbox went away meanwhile
+            os.close(opened[0])
+            holder.kill()
+            holder.wait()
+            raise SandboxStateError(f"local sandbox {ref} is gone") from exc
         self._holders[ref] = holder
-        (home / HOLDER).write_text(f"{opened[1]} {opened[2]}")
         return opened
 
     @staticmethod
@@ -130,9 +142,20 @@ class PidNamespaces:
                         break
         return None
 
-    def end(self, ref: str, home: Path) -> None:
-        """End ``ref``'s namespace and everything in it (its init killed); blocking, after
-        :meth:`forget` on the loop."""
+    @contextlib.asynccontextmanager
+    async def ending(self, ref: str, home: Path) -> AsyncIterator[None]:
+        """While ``ref`` is removed: its namespace ended (its init killed, so everything in it)
+        and no command may start a new one until the body (the removal) is done."""
+        async with self._lock:
+            self._ending.add(ref)
+            self._forget(ref)
+            await asyncio.to_thread(self._end, ref, home)
+        try:
+            yield
+        finally:
+            self._ending.discard(ref)
+
+    def _end(self, ref: str, home: Path) -> None:
         with contextlib.suppress(OSError, ValueError):
             pid, inode = (int(w) for w in (home / HOLDER).read_text().split())
             if _inode(pid) == inode:
@@ -144,7 +167,7 @@ class PidNamespaces:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 holder.wait(timeout=5)
 
-    def forget(self, ref: str) -> None:
+    def _forget(self, ref: str) -> None:
         """Let go of ``ref``'s descriptor (on the loop, where copies are made)."""
         held = self._held.pop(ref, None)
         if held is not None:
@@ -153,4 +176,4 @@ class PidNamespaces:
     def close(self) -> None:
         """Let go of every descriptor; the namespaces stay (their sandboxes do)."""
         for ref in list(self._held):
-            self.forget(ref)
+            self._forget(ref)

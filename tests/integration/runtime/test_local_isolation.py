@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import secrets
 import signal
 import tarfile
@@ -105,6 +106,23 @@ async def test_a_sandboxs_processes_outlive_a_restarted_service_and_end_with_the
     finally:
         await again.remove(ref)
     assert not processes_of(uid)
+
+
+async def test_the_sandboxs_environment_steers_no_program_with_privileges(
+    local_runtime: LocalRuntime, ref: str, tmp_path: Path
+) -> None:
+    """The review of #27: the sandbox's environment was the launch's, so LD_PRELOAD of a file
+    in the workspace ran in prlimit, bubblewrap and setpriv as root (LD_DEBUG shows which
+    programs the dynamic loader ran for, LD_DEBUG_OUTPUT would have them write as root)."""
+    mark = tmp_path / "written-as-root"
+    env = {"LD_DEBUG": "libs", "LD_DEBUG_OUTPUT": str(mark), "BASH_ENV": f"{WS}/benv"}
+    await sh(local_runtime, ref, "echo 'echo ran-as-$(id -u) > /tmp/benv-ran' > benv")
+    res = await local_runtime.exec(ref, ExecRequest("cat /tmp/benv-ran 2>/dev/null; id -u", env=env))
+    uid = str(_host_user(local_runtime, ref)).encode()
+    assert not os.listdir(tmp_path)  # no privileged program wrote for it
+    assert b"ran-as-0" not in res.stdout and res.stdout.split()[-1] == uid, res
+    with_env = await local_runtime.exec(ref, ExecRequest("echo $LD_DEBUG $BASH_ENV", env=env))
+    assert with_env.stdout.split()[-2:] == [b"libs", f"{WS}/benv".encode()]  # it still gets them
 
 
 async def test_the_reset_kills_what_escaped_the_command_tree(local_runtime: LocalRuntime, ref: str) -> None:
