@@ -110,7 +110,7 @@ async def sweep_databases(admin_url: str) -> list[str]:
 
 
 async def sweep_containers() -> list[str]:
-    """Remove every container whose instance label is a leftover's."""
+    """Remove every container and network whose instance label is a leftover's."""
     removed: list[str] = []
     docker = aiodocker.Docker()
     try:
@@ -119,6 +119,11 @@ async def sweep_containers() -> list[str]:
                 with contextlib.suppress(aiodocker.DockerError):
                     await c.delete(force=True, v=True)
                     removed.append(c.id)
+        for network in await docker.networks.list(filters={"label": [LABEL_INSTANCE]}):
+            if leftover(network.get("Labels", {}).get(LABEL_INSTANCE, "")):
+                with contextlib.suppress(aiodocker.DockerError):
+                    await (await docker.networks.get(network["Id"])).delete()
+                    removed.append(network["Id"])
     finally:
         await docker.close()
     return removed

@@ -145,6 +145,7 @@ class DockerRuntime:
             raise ImageNotFound(f"image {spec.image!r} is not available", image=spec.image)
         if spec.network and not self._network_ready:
             await ensure_network(self.docker)
+            await self.guard.firewall()  # before any network sandbox runs
             self._network_ready = True
         name = self.ref_for(spec.sandbox_id)
         try:
@@ -161,7 +162,7 @@ class DockerRuntime:
         if spec.network:  # closed to its host before anything of the tenant's runs in it
             try:
                 await self.guard.close(container.id)
-            except (SandboxStateError, RuntimeUnavailable):
+            except BaseException:  # refused, failed or cancelled: never left unguarded
                 await self.remove(container.id)
                 raise
         try:  # readiness: the sandbox must be able to run our shell

@@ -1,14 +1,22 @@
 """Keeping a sandbox with network access away from its host (#27, finding 8).
 
 A sandbox on the shared bridge reaches out through the host, and so, without more, it reaches
-every service of the host bound to a wildcard address (through the bridge's gateway or any
-other address of the host) and the link-local range (a cloud's metadata service). Before a
-network sandbox is handed out, a short-lived guard container joins its network namespace with
-``NET_ADMIN`` alone and makes those addresses unroutable there (``prohibit`` routes: a connect
-fails at once with EACCES), then checks that each is; the sandbox itself has no capability to
-undo it, and IPv6 is off in it (a sysctl set at create). The host's addresses are read by the
-same image in the host's network namespace, through the engine, so they are the engine's
-host's own (a remote engine included), and read again after a minute.
+every service of the host bound to a wildcard address (through the bridge's gateway, any other
+address of the host, or a broadcast) and the link-local range (a cloud's metadata service).
+Two layers keep it from them:
+
+- The engine host's firewall: before the first network sandbox starts, and every minute after,
+  a guard container in the engine's network and pid namespaces enters the mount namespace of
+  the dockerd serving it (to run the host's own ``iptables``, the one Docker uses) and installs
+  ``INPUT -i <bridge> -j DROP`` (IPv4 and IPv6: nothing from the bridge reaches the host
+  itself, whichever address, broadcasts and addresses the host gets later included) and
+  ``DOCKER-USER -i <bridge> -d 169.254.0.0/16 -j DROP``, then checks them. Where that cannot
+  be done (no iptables, a rootless engine), ``network: true`` is refused (503).
+- In each sandbox, before it is handed out, a guard container joins its network namespace
+  with ``NET_ADMIN`` alone and makes the gateway, the host's addresses (read by the same image
+  in the host's network namespace, again after a minute) and link-local unroutable there
+  (``prohibit`` routes: a connect fails at once with EACCES), then checks that each is. The
+  sandbox has no capability to undo it, and IPv6 is off in it (a sysctl set at create).
 
 What stays reachable is every other address through the gateway: the egress policy proper
 (allow lists, private ranges) is the network issue's.
@@ -19,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +47,7 @@ LABEL_GUARD = "dev.sandlot.guard"
 LINK_LOCAL = "169.254.0.0/16"
 _ADDRESSES_TTL = 60.0
 _GUARD_SECONDS = 30.0
+_BRIDGE_OPTION = "com.docker.network.bridge.name"
 
 # $1: the link-local range, then each address to close. Every route is added, then every
 # address must fail to route (ip route get: "Permission denied" for a prohibit route).
@@ -52,6 +62,35 @@ done
 [ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6)" = 1 ] || { echo "IPv6 is on"; exit 13; }
 """
 _HOST_ADDRESSES = ["ip", "-4", "-o", "addr", "show"]
+
+# $1: the sandbox bridge. Run in the engine's network namespace; enters the mount namespace of
+# the dockerd serving it (so the engine host's own iptables, the one Docker uses) and makes
+# sure nothing from the bridge reaches the host itself (INPUT: any address of it, broadcasts,
+# addresses it gets later) and nothing goes to link-local through it (DOCKER-USER), then checks.
+_FIREWALL = r"""
+set -u
+me=$(readlink /proc/self/ns/net) d=
+for p in /proc/[0-9]*; do
+    [ "$(cat "$p/comm" 2>/dev/null)" = dockerd ] || continue
+    [ "$(readlink "$p/ns/net")" = "$me" ] && { d=${p#/proc/}; break; }
+done
+[ -n "$d" ] || { echo "no dockerd in this network namespace"; exit 20; }
+exec nsenter -t "$d" -m -- /bin/sh -c '
+b=$1 ll=$2
+command -v iptables >/dev/null || { echo "the engine host has no iptables"; exit 21; }
+for t in iptables ip6tables; do
+    command -v $t >/dev/null || continue
+    $t -C INPUT -i "$b" -j DROP 2>/dev/null || $t -I INPUT 1 -i "$b" -j DROP || exit 22
+    $t -C INPUT -i "$b" -j DROP || exit 23
+done
+iptables -C DOCKER-USER -i "$b" -d "$ll" -j DROP 2>/dev/null ||
+    iptables -I DOCKER-USER 1 -i "$b" -d "$ll" -j DROP || exit 24
+iptables -C DOCKER-USER -i "$b" -d "$ll" -j DROP || exit 25
+' sh "$1" "$2"
+"""
+# what entering the engine's mount namespace and changing its firewall take, and nothing else
+_FIREWALL_CAPS = ["SYS_ADMIN", "SYS_PTRACE", "SYS_CHROOT", "NET_ADMIN", "NET_RAW"]
+_BRIDGE_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 
 
 def parse_addresses(text: str) -> set[str]:
@@ -82,14 +121,39 @@ class HostGuard:
         self._lock = asyncio.Lock()
 
     async def host_addresses(self) -> set[str]:
+        """The engine host's addresses, read again after a minute, when its firewall (see
+        :meth:`firewall`) is checked again as well."""
         async with self._lock:
             if time.monotonic() - self._read_at > _ADDRESSES_TTL:
+                await self._firewall()
                 code, out = await self._run("host", _HOST_ADDRESSES, [])
                 found = parse_addresses(out)
                 if code != 0 or not found:
                     raise SandboxStateError(f"could not read the host's addresses: {out.strip()[:200]}")
                 self._addresses, self._read_at = found, time.monotonic()
             return set(self._addresses)
+
+    async def firewall(self) -> None:
+        """Install and check the engine host's rules for the sandbox bridge (before the first
+        network sandbox starts, and every minute after): without them, no network access."""
+        async with self._lock:
+            await self._firewall()
+
+    async def _firewall(self) -> None:
+        with engine("network inspect"):
+            found = await (await self._rt.docker.networks.get(NETWORK)).show()
+        options = found.get("Options") or {}
+        bridge = str(options.get(_BRIDGE_OPTION) or f"br-{str(found.get('Id', ''))[:12]}")
+        if not _BRIDGE_RE.fullmatch(bridge):
+            raise SandboxStateError(f"unexpected bridge name {bridge!r} for {NETWORK}")
+        code, out = await self._run(
+            "host", ["/bin/sh", "-c", _FIREWALL, "guard", bridge, LINK_LOCAL], _FIREWALL_CAPS, host=True
+        )
+        if code != 0:
+            raise RuntimeUnavailable(
+                f"network access is refused: the engine host's firewall could not be set to keep "
+                f"sandboxes from it (guard exited {code}): {out.strip()[:200]}"
+            )
 
     async def close(self, container_id: str) -> None:
         """Make the host's addresses, its gateway and link-local unroutable in the sandbox
@@ -112,22 +176,30 @@ class HostGuard:
                 f"could not keep the sandbox from its host (guard exited {code}): {out.strip()[:200]}"
             )
 
-    async def _run(self, network: str, cmd: list[str], caps: list[str]) -> tuple[int, str]:
-        """Run ``cmd`` in the guard image as root with ``caps`` only, in ``network``; its exit
-        code and output. The container is removed whatever happens."""
+    async def _run(
+        self, network: str, cmd: list[str], caps: list[str], *, host: bool = False
+    ) -> tuple[int, str]:
+        """Run ``cmd`` in the guard image as root with ``caps`` only, in ``network`` (with
+        ``host``: in the host's pid namespace too, unconfined, to reach the engine's mount
+        namespace); its exit code and output. The container is removed whatever happens."""
+        host_config: dict[str, Any] = {
+            "NetworkMode": network,
+            "CapDrop": ["ALL"],
+            "CapAdd": caps,
+            "SecurityOpt": ["no-new-privileges"],
+            "Memory": 32 * 1024 * 1024,
+            "PidsLimit": 16,
+        }
+        if host:
+            host_config["PidMode"] = "host"
+            host_config["SecurityOpt"] += ["seccomp=unconfined", "apparmor=unconfined"]
         config: dict[str, Any] = {
             "Image": self.image,
-            "Cmd": cmd,
+            "Entrypoint": cmd[:1],
+            "Cmd": cmd[1:],
             "User": "0:0",
             "Labels": {LABEL_INSTANCE: self._rt.instance, LABEL_GUARD: "1"},
-            "HostConfig": {
-                "NetworkMode": network,
-                "CapDrop": ["ALL"],
-                "CapAdd": caps,
-                "SecurityOpt": ["no-new-privileges"],
-                "Memory": 32 * 1024 * 1024,
-                "PidsLimit": 16,
-            },
+            "HostConfig": host_config,
         }
         try:
             with engine("network guard"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import secrets
 import socket
 import subprocess
@@ -12,8 +14,10 @@ import aiodocker
 import pytest
 
 from sandlot.domain.errors import DiskFull, RuntimeUnavailable, SandboxStateError
-from sandlot.runtime.base import ExecRequest, ExecResult, Limits, SandboxSpec
+from sandlot.runtime.base import LABEL_INSTANCE, ExecRequest, ExecResult, Limits, SandboxSpec
 from sandlot.runtime.docker import DockerRuntime
+from sandlot.runtime.docker_config import NETWORK
+from sandlot.runtime.docker_create import ensure_network
 from sandlot.runtime.docker_guard import parse_addresses
 from tests.conftest import BUSYBOX, PYTHON, RUNTIME_INSTANCE
 
@@ -356,3 +360,87 @@ async def test_without_its_guard_image_a_network_sandbox_is_refused_and_left_now
             await runtime.docker.containers.container(runtime.ref_for(sandbox_id)).show()
     finally:
         await runtime.close()
+
+
+_SEND = """
+import socket, sys
+port = int(sys.argv[1])
+for target in sys.argv[2:]:
+    kind = socket.SOCK_STREAM if target.startswith("tcp:") else socket.SOCK_DGRAM
+    s = socket.socket(socket.AF_INET, kind)
+    s.settimeout(2)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+    try:
+        if kind == socket.SOCK_STREAM:
+            s.connect((target[4:], port))
+            s.sendall(b"hi")
+        else:
+            s.sendto(b"hi", (target, port))
+        print("sent", target)
+    except OSError as exc:
+        print("refused", target, exc)
+"""
+
+
+def _bridge_rules(bridge: str, action: str) -> list[int]:
+    """``iptables -{action}`` of the two rules the guard installs (this host is the engine's)."""
+    rules = [
+        ["INPUT", "-i", bridge, "-j", "DROP"],
+        ["DOCKER-USER", "-i", bridge, "-d", "169.254.0.0/16", "-j", "DROP"],
+    ]
+    return [
+        subprocess.run(["iptables", f"-{action}", *rule], capture_output=True).returncode for rule in rules
+    ]
+
+
+async def test_broadcasts_and_host_addresses_made_later_do_not_reach_the_host() -> None:
+    """The review of finding 8's first fix (routes in the sandbox only): a broadcast reached a
+    host service on a wildcard address, and so did an address the host got after the sandbox
+    was made (a new Docker network's gateway). The engine host's firewall, which a runtime
+    installs before its first network sandbox, drops both."""
+    docker_runtime = DockerRuntime(instance=RUNTIME_INSTANCE)
+    await ensure_network(docker_runtime.docker)
+    network = await (await docker_runtime.docker.networks.get(NETWORK)).show()
+    bridge = network["Options"].get("com.docker.network.bridge.name") or f"br-{network['Id'][:12]}"
+    while 0 in _bridge_rules(bridge, "D"):  # what an earlier run installed: this runtime must
+        pass
+    assert _bridge_rules(bridge, "C") == [1, 1]
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("0.0.0.0", 0))
+    port = udp.getsockname()[1]
+    tcp = socket.create_server(("0.0.0.0", port))
+    udp.setblocking(False)
+    tcp.setblocking(False)
+    ref = await docker_runtime.create(
+        SandboxSpec(f"sbx_{secrets.token_hex(8)}", "ten_a", PYTHON, network=True)
+    )
+    later = await docker_runtime.docker.networks.create(
+        {
+            "Name": f"{RUNTIME_INSTANCE}-later-{secrets.token_hex(3)}",
+            "Labels": {LABEL_INSTANCE: RUNTIME_INSTANCE},
+        }
+    )
+    try:
+        gateway = (await later.show())["IPAM"]["Config"][0]["Gateway"]
+        info = await docker_runtime.docker.containers.container(ref).show()
+        own = next(iter(info["NetworkSettings"]["Networks"].values()))
+        bridge_broadcast = str(
+            ipaddress.IPv4Network(f"{own['IPAddress']}/{own['IPPrefixLen']}", strict=False).broadcast_address
+        )
+        targets = ["255.255.255.255", bridge_broadcast, gateway, f"tcp:{gateway}"]
+        res = await docker_runtime.exec(
+            ref, ExecRequest(["python3", "-c", _SEND, str(port), *targets], timeout=30)
+        )
+        assert res.exit_code == 0, res
+        await asyncio.sleep(1)
+        with pytest.raises(BlockingIOError):
+            print(udp.recvfrom(100))  # no datagram came
+        with pytest.raises(BlockingIOError):
+            tcp.accept()  # no connection came
+        assert _bridge_rules(bridge, "C") == [0, 0]  # installed, and checked
+    finally:
+        udp.close()
+        tcp.close()
+        await later.delete()
+        await docker_runtime.remove(ref)
+        await docker_runtime.close()
