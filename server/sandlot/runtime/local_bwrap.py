@@ -61,14 +61,8 @@ class Confinement:
     ) -> list[str]:
         """``request``'s command wrapped in the programs there are (prlimit, then bubblewrap,
         then setpriv), in that order so each sets up what the next relies on; with ``pidns``
-        (a descriptor the command inherits) in that pid namespace.
-
-        The programs before setpriv run as root (or the service's user) with :meth:`env`
-        alone: the sandbox's own environment (``LD_PRELOAD``, ``BASH_ENV``...) is given by
-        ``env -i`` after setpriv, so nothing of it steers a program with privileges (#27
-        review: an ``LD_PRELOAD`` of a file in the workspace ran in prlimit as root). Then a
-        shell closes the namespace's descriptor (bubblewrap leaves it open) and runs the
-        command."""
+        (a descriptor the command inherits) in that pid namespace. The programs before
+        setpriv get :meth:`env` alone; the sandbox's environment comes after (``_as_sandbox``)."""
         host_ws = str(home / "workspace")
         workspace = str(meta["workspace"])
         cwd = request.cwd or workspace
@@ -121,9 +115,12 @@ class Confinement:
     def _as_sandbox(
         self, home: Path, meta: Mapping[str, object], request: ExecRequest, pidns: int | None
     ) -> list[str]:
-        """The unprivileged end of the command line: the sandbox's environment, the pid
-        namespace's descriptor closed (the shell also keeps ``env`` from taking a command
-        named ``a=b`` for a variable), then the command."""
+        """The unprivileged end of the command line: the sandbox's environment given by
+        ``env -i`` once no privilege is left, so nothing of it (``LD_PRELOAD``, ``BASH_ENV``...)
+        steers a program with privileges (#27 review: an ``LD_PRELOAD`` of a file in the
+        workspace ran in prlimit as root); then a shell closes the pid namespace's descriptor
+        (bubblewrap leaves it open; the shell also keeps ``env`` from taking a command named
+        ``a=b`` for a variable) and runs the command."""
         if self.env_tool is None:  # no coreutils: the environment came with the launch
             return request.argv()
         variables = self.sandbox_env(meta, request, str(home / "workspace"))
