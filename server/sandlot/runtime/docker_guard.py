@@ -5,9 +5,10 @@ every service of the host bound to a wildcard address (through the bridge's gate
 address of the host, or a broadcast) and the link-local range (a cloud's metadata service).
 Two layers keep it from them:
 
-- The engine host's firewall: before the first network sandbox starts, and every minute after,
-  a guard container in the engine's network and pid namespaces enters the mount namespace of
-  the dockerd serving it (to run the host's own ``iptables``, the one Docker uses) and installs
+- The engine host's firewall: before the first network sandbox starts, and every minute after
+  while sandboxes are made, a guard container in the engine's network namespace, chrooted
+  into a read-only view of the engine host's root (to run the host's own ``iptables``, the one
+  Docker uses), installs
   ``INPUT -i <bridge> -j DROP`` (IPv4 and IPv6: nothing from the bridge reaches the host
   itself, whichever address, broadcasts and addresses the host gets later included) and
   ``DOCKER-USER -i <bridge> -d 169.254.0.0/16 -j DROP``, then checks them. Where that cannot
@@ -63,33 +64,28 @@ done
 """
 _HOST_ADDRESSES = ["ip", "-4", "-o", "addr", "show"]
 
-# $1: the sandbox bridge. Run in the engine's network namespace; enters the mount namespace of
-# the dockerd serving it (so the engine host's own iptables, the one Docker uses) and makes
-# sure nothing from the bridge reaches the host itself (INPUT: any address of it, broadcasts,
-# addresses it gets later) and nothing goes to link-local through it (DOCKER-USER), then checks.
+# $1: the sandbox bridge, $2: link-local. Runs in the engine's network namespace, chrooted into a
+# read-only view of the engine host's root (so with the host's own iptables, the one Docker
+# uses: no process is looked for by name, which any host user could take); makes sure nothing
+# from the bridge reaches the host itself (INPUT: any address of it, broadcasts, addresses it
+# gets later) and nothing goes to link-local through it (DOCKER-USER), then checks. A busy
+# xtables lock is waited for a few times; IPv6 only where the kernel has it.
 _FIREWALL = r"""
 set -u
-me=$(readlink /proc/self/ns/net) d=
-for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = dockerd ] || continue
-    [ "$(readlink "$p/ns/net")" = "$me" ] && { d=${p#/proc/}; break; }
-done
-[ -n "$d" ] || { echo "no dockerd in this network namespace"; exit 20; }
-exec nsenter -t "$d" -m -- /bin/sh -c '
 b=$1 ll=$2
 command -v iptables >/dev/null || { echo "the engine host has no iptables"; exit 21; }
-for t in iptables ip6tables; do
-    command -v $t >/dev/null || continue
-    $t -C INPUT -i "$b" -j DROP 2>/dev/null || $t -I INPUT 1 -i "$b" -j DROP || exit 22
-    $t -C INPUT -i "$b" -j DROP || exit 23
+try() { for i in 1 2 3 4 5; do "$@" && return 0; sleep 1; done; return 1; }
+v6=; [ -e /proc/net/if_inet6 ] && command -v ip6tables >/dev/null && v6=ip6tables
+for t in iptables $v6; do
+    $t -C INPUT -i "$b" -j DROP 2>/dev/null || try $t -I INPUT 1 -i "$b" -j DROP || exit 22
+    try $t -C INPUT -i "$b" -j DROP || exit 23
 done
 iptables -C DOCKER-USER -i "$b" -d "$ll" -j DROP 2>/dev/null ||
-    iptables -I DOCKER-USER 1 -i "$b" -d "$ll" -j DROP || exit 24
-iptables -C DOCKER-USER -i "$b" -d "$ll" -j DROP || exit 25
-' sh "$1" "$2"
+    try iptables -I DOCKER-USER 1 -i "$b" -d "$ll" -j DROP || exit 24
+try iptables -C DOCKER-USER -i "$b" -d "$ll" -j DROP || exit 25
 """
-# what entering the engine's mount namespace and changing its firewall take, and nothing else
-_FIREWALL_CAPS = ["SYS_ADMIN", "SYS_PTRACE", "SYS_CHROOT", "NET_ADMIN", "NET_RAW"]
+# what chrooting and changing the firewall take, and nothing else
+_FIREWALL_CAPS = ["SYS_CHROOT", "NET_ADMIN", "NET_RAW"]
 _BRIDGE_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")
 
 
@@ -147,7 +143,10 @@ class HostGuard:
         if not _BRIDGE_RE.fullmatch(bridge):
             raise SandboxStateError(f"unexpected bridge name {bridge!r} for {NETWORK}")
         code, out = await self._run(
-            "host", ["/bin/sh", "-c", _FIREWALL, "guard", bridge, LINK_LOCAL], _FIREWALL_CAPS, host=True
+            "host",
+            ["chroot", "/host", "/bin/sh", "-c", _FIREWALL, "guard", bridge, LINK_LOCAL],
+            _FIREWALL_CAPS,
+            host=True,
         )
         if code != 0:
             raise RuntimeUnavailable(
@@ -180,8 +179,8 @@ class HostGuard:
         self, network: str, cmd: list[str], caps: list[str], *, host: bool = False
     ) -> tuple[int, str]:
         """Run ``cmd`` in the guard image as root with ``caps`` only, in ``network`` (with
-        ``host``: in the host's pid namespace too, unconfined, to reach the engine's mount
-        namespace); its exit code and output. The container is removed whatever happens."""
+        ``host``: the engine host's root mounted read-only at ``/host``); its exit code and
+        output. The container is removed whatever happens."""
         host_config: dict[str, Any] = {
             "NetworkMode": network,
             "CapDrop": ["ALL"],
@@ -191,8 +190,7 @@ class HostGuard:
             "PidsLimit": 16,
         }
         if host:
-            host_config["PidMode"] = "host"
-            host_config["SecurityOpt"] += ["seccomp=unconfined", "apparmor=unconfined"]
+            host_config["Binds"] = ["/:/host:ro"]
         config: dict[str, Any] = {
             "Image": self.image,
             "Entrypoint": cmd[:1],

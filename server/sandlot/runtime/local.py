@@ -96,8 +96,7 @@ class LocalRuntime:
         self._confine = Confinement.of_host()
         self._procs: dict[str, set[int]] = {}
         self._own_users = os.geteuid() == 0 and self._confine.setpriv is not None
-        tools = (self._confine.bwrap, self._confine.bash, self._confine.env_tool)
-        confined = all(tool is not None for tool in tools)
+        confined = self._confine.env_by_descriptor
         self.isolated = confined and self._own_users
         self._pidns = PidNamespaces(self._confine.bwrap) if self.isolated else None  # type: ignore[arg-type]
         self.channels = Channels()
@@ -112,14 +111,19 @@ class LocalRuntime:
     async def _confined(
         self, ref: str, meta: Mapping[str, object], request: ExecRequest
     ) -> AsyncIterator[tuple[list[str], tuple[int, ...]]]:
-        """``request``'s confined command line, and the descriptor it is given (of the
-        sandbox's pid namespace, see local_pidns), closed here once it started."""
+        """``request``'s confined command line, and the descriptors it is given (of the
+        sandbox's pid namespace, see local_pidns, and of its environment, a memory file),
+        closed here once it started."""
         home = self._dir(ref)
-        fd = await self._pidns.enter(ref, home) if self._pidns is not None else None
+        fds: list[int] = []
         try:
-            yield self._confine.argv(home, meta, request, fd), (() if fd is None else (fd,))
+            pidns = await self._pidns.enter(ref, home) if self._pidns is not None else None
+            fds += [] if pidns is None else [pidns]
+            envfd = self._confine.env_file(meta, request, str(home / "workspace"))
+            fds += [] if envfd is None else [envfd]
+            yield self._confine.argv(home, meta, request, pidns, envfd), tuple(fds)
         finally:
-            if fd is not None:
+            for fd in fds:
                 os.close(fd)
 
     async def ping(self) -> None:

@@ -48,21 +48,30 @@ class Confinement:
     bwrap: str | None
     prlimit: str | None
     setpriv: str | None
-    bash: str | None = None  # closes the pid namespace's descriptor before the command runs
-    env_tool: str | None = None  # gives the command its environment once no root is left
+    bash: str | None = None  # gives the command the sandbox's environment, as the sandbox
 
     @classmethod
     def of_host(cls) -> Confinement:
         found = shutil.which
-        return cls(found("bwrap"), found("prlimit"), found("setpriv"), found("bash"), found("env"))
+        return cls(found("bwrap"), found("prlimit"), found("setpriv"), found("bash"))
+
+    @property
+    def env_by_descriptor(self) -> bool:
+        """Whether the sandbox's environment reaches the command on a descriptor, read once no
+        privilege is left (see ``_as_sandbox``), rather than with the launch."""
+        return self.bwrap is not None and self.bash is not None
 
     def argv(
-        self, home: Path, meta: Mapping[str, object], request: ExecRequest, pidns: int | None = None
+        self,
+        home: Path,
+        meta: Mapping[str, object],
+        request: ExecRequest,
+        pidns: int | None = None,
+        envfd: int | None = None,
     ) -> list[str]:
         """``request``'s command wrapped in the programs there are (prlimit, then bubblewrap,
         then setpriv), in that order so each sets up what the next relies on; with ``pidns``
-        (a descriptor the command inherits) in that pid namespace. The programs before
-        setpriv get :meth:`env` alone; the sandbox's environment comes after (``_as_sandbox``)."""
+        (a descriptor it inherits) in that pid namespace; its environment from ``envfd``."""
         host_ws = str(home / "workspace")
         workspace = str(meta["workspace"])
         cwd = request.cwd or workspace
@@ -110,24 +119,37 @@ class Confinement:
             assert self.setpriv is not None
             argv += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
             argv += ["--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
-        return [*argv, *self._as_sandbox(home, meta, request, pidns)]
+        return [*argv, *self._as_sandbox(request, pidns, envfd)]
 
-    def _as_sandbox(
-        self, home: Path, meta: Mapping[str, object], request: ExecRequest, pidns: int | None
-    ) -> list[str]:
-        """The unprivileged end of the command line: the sandbox's environment given by
-        ``env -i`` once no privilege is left, so nothing of it (``LD_PRELOAD``, ``BASH_ENV``...)
-        steers a program with privileges (#27 review: an ``LD_PRELOAD`` of a file in the
-        workspace ran in prlimit as root); then a shell closes the pid namespace's descriptor
-        (bubblewrap leaves it open; the shell also keeps ``env`` from taking a command named
-        ``a=b`` for a variable) and runs the command."""
-        if self.env_tool is None:  # no coreutils: the environment came with the launch
+    def _as_sandbox(self, request: ExecRequest, pidns: int | None, envfd: int | None) -> list[str]:
+        """The unprivileged end of the command line. The sandbox's environment is exported by
+        bash, as the sandbox's user, from ``envfd`` (NUL-separated, :meth:`env_record`), so
+        nothing of it (``LD_PRELOAD``, ``BASH_ENV``...) steers a program with privileges (#27
+        review: a tenant's ``LD_PRELOAD`` ran in prlimit as root) and none of it is in a
+        command line (readable by every user of the host); bash closes both descriptors
+        (bubblewrap leaves them open) and runs the command."""
+        if envfd is None:  # the environment came with the launch
             return request.argv()
-        variables = self.sandbox_env(meta, request, str(home / "workspace"))
-        shell, close = (self.bash, f" {int(pidns)}<&-") if pidns is not None else ("/bin/sh", "")
-        assert shell is not None
-        assignments = [f"{k}={v}" for k, v in variables.items()]
-        return [self.env_tool, "-i", *assignments, shell, "-c", f'exec "$@"{close}', "sh", *request.argv()]
+        assert self.bash is not None
+        closes = " ".join(f"{int(fd)}<&-" for fd in (envfd, pidns) if fd is not None)
+        load = f'while IFS= read -r -d "" kv; do export -- "$kv" 2>/dev/null; done <&{int(envfd)}'
+        return [self.bash, "-c", f'{load}; exec {closes}; exec -- "$@"', "bash", *request.argv()]
+
+    def env_file(self, meta: Mapping[str, object], request: ExecRequest, host_ws: str) -> int | None:
+        """A memory file holding the sandbox's environment as ``_as_sandbox`` reads it
+        (NUL-separated: names are identifiers and values hold no NUL, ``validate_env``), read
+        from its start; None where the environment comes with the launch."""
+        if not self.env_by_descriptor:
+            return None
+        record = b"".join(
+            f"{k}={v}".encode() + b"\0" for k, v in self.sandbox_env(meta, request, host_ws).items()
+        )
+        fd = os.memfd_create("sandbox-env", os.MFD_CLOEXEC)
+        view = memoryview(record)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
 
     def sandbox_env(self, meta: Mapping[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
         """The command's whole environment: nothing of the service's own leaks in."""
@@ -139,9 +161,9 @@ class Confinement:
 
     def env(self, meta: Mapping[str, object], request: ExecRequest, host_ws: str) -> dict[str, str]:
         """The environment the launch gets: a fixed one for the programs that run with
-        privileges (the sandbox's own comes after them), or, without ``env`` on this host,
-        the sandbox's."""
-        if self.env_tool is None:
+        privileges (the sandbox's own comes on a descriptor), or, where it cannot, the
+        sandbox's."""
+        if not self.env_by_descriptor:
             return self.sandbox_env(meta, request, host_ws)
         return {"PATH": _PATH}
 

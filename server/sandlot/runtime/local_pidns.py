@@ -27,13 +27,22 @@ import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from sandlot.domain.errors import SandboxStateError
+from sandlot.domain.errors import Conflict, SandboxStateError
 
 __all__ = ["HOLDER", "PidNamespaces"]
 
-HOLDER = "pidns"  # in a sandbox's directory: "<host pid of the namespace's init> <its inode>"
+HOLDER = "pidns"  # in a sandbox's directory: "<host pid of its init> <its inode> <init's start>"
 _SLEEP = ("--", "sleep", "infinity")
 _CHILD = re.compile(rb'"child-pid":\s*(\d+)')
+
+
+def _start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot): with its pid, it names one process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _inode(pid: int) -> int | None:
@@ -58,26 +67,53 @@ class PidNamespaces:
         """A descriptor of ``ref``'s pid namespace for a command to join (started when it has
         none, or when its init is gone): the caller's own copy, to close once the command
         started (the runtime's may be closed meanwhile, and its number given to another)."""
-        held = self._held.get(ref)
-        if held is None or _inode(held[1]) != held[2]:
-            async with self._lock:
-                if ref in self._ending:
-                    raise SandboxStateError(f"local sandbox {ref} is being removed")
-                held = self._held.get(ref)
-                if held is None or _inode(held[1]) != held[2]:
-                    self._forget(ref)
-                    held = await asyncio.to_thread(self._take_or_start, ref, home)
-                    self._held[ref] = held
-        return os.dup(held[0])
+        try:
+            held = self._held.get(ref)
+            if held is None or _inode(held[1]) != held[2]:
+                async with self._lock:
+                    if ref in self._ending:
+                        raise Conflict(f"local sandbox {ref} is being removed")
+                    held = self._held.get(ref)
+                    if held is None or _inode(held[1]) != held[2]:
+                        self._forget(ref)
+                        held = await asyncio.to_thread(self._take_or_start, ref, home)
+                        self._held[ref] = held
+            return os.dup(held[0])
+        except OSError as exc:  # no descriptors or processes left on this host
+            raise SandboxStateError(f"could not enter the sandbox's pid namespace: {exc}") from exc
 
     def _take_or_start(self, ref: str, home: Path) -> tuple[int, int, int]:
+        """The namespace a record names when its init is still the one recorded (pid, the
+        namespace's inode and the init's start time all agree, and no other sandbox holds
+        it), else a new one."""
         with contextlib.suppress(OSError, ValueError):
-            pid, inode = (int(w) for w in (home / HOLDER).read_text().split())
-            found = self._open(pid, inode)
+            pid, inode, start = (int(w) for w in (home / HOLDER).read_text().split())
+            taken = {held[2] for other, held in self._held.items() if other != ref}
+            found = self._open(pid, inode) if _start_time(pid) == start and inode not in taken else None
             if found is not None:
                 return found
         if not (home / "workspace").is_dir():  # removed meanwhile: nothing to hold
             raise SandboxStateError(f"local sandbox {ref} is gone")
+        holder, info = self._start()
+        found_pid = _CHILD.search(info)
+        opened = self._open(int(found_pid.group(1)), None) if found_pid else None
+        try:
+            if opened is None:
+                raise SandboxStateError(f"could not start the sandbox's pid namespace: {info[:200]!r}")
+            try:
+                (home / HOLDER).write_text(f"{opened[1]} {opened[2]} {_start_time(opened[1])}")
+            except OSError as exc:  # the sandbox went away meanwhile
+                os.close(opened[0])
+                raise SandboxStateError(f"local sandbox {ref} is gone") from exc
+        except SandboxStateError:
+            holder.kill()
+            holder.wait()
+            raise
+        self._holders[ref] = holder
+        return opened
+
+    def _start(self) -> tuple[subprocess.Popen[bytes], bytes]:
+        """A new holder, and what bubblewrap said of it (its namespace's init's host pid)."""
         r, w = os.pipe()
         try:
             holder = subprocess.Popen(
@@ -88,27 +124,16 @@ class PidNamespaces:
                 pass_fds=(w,),
                 start_new_session=True,
             )
+        except OSError:
+            os.close(r)
+            raise
         finally:
             os.close(w)
         info = b""
         with open(r, "rb") as reader:  # bubblewrap writes its info, then closes it
             while chunk := reader.read(4096):
                 info += chunk
-        found_pid = _CHILD.search(info)
-        opened = self._open(int(found_pid.group(1)), None) if found_pid else None
-        if opened is None:
-            holder.kill()
-            holder.wait()
-            raise SandboxStateError(f"could not start the sandbox's pid namespace: {info[:200]!r}")
-        try:
-            (home / HOLDER).write_text(f"{opened[1]} {opened[2]}")
-        except OSError as exc:  # the sandbox went away meanwhile
-            os.close(opened[0])
-            holder.kill()
-            holder.wait()
-            raise SandboxStateError(f"local sandbox {ref} is gone") from exc
-        self._holders[ref] = holder
-        return opened
+        return holder, info
 
     @staticmethod
     def _open(pid: int, inode: int | None) -> tuple[int, int, int] | None:
@@ -157,8 +182,8 @@ class PidNamespaces:
 
     def _end(self, ref: str, home: Path) -> None:
         with contextlib.suppress(OSError, ValueError):
-            pid, inode = (int(w) for w in (home / HOLDER).read_text().split())
-            if _inode(pid) == inode:
+            pid, inode, start = (int(w) for w in (home / HOLDER).read_text().split())
+            if _inode(pid) == inode and _start_time(pid) == start:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         holder = self._holders.pop(ref, None)

@@ -5,6 +5,7 @@ with links in its own workspace get it nothing (the review's findings, each repr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import os
 import secrets
@@ -123,6 +124,26 @@ async def test_the_sandboxs_environment_steers_no_program_with_privileges(
     assert b"ran-as-0" not in res.stdout and res.stdout.split()[-1] == uid, res
     with_env = await local_runtime.exec(ref, ExecRequest("echo $LD_DEBUG $BASH_ENV", env=env))
     assert with_env.stdout.split()[-2:] == [b"libs", f"{WS}/benv".encode()]  # it still gets them
+
+
+async def test_the_sandboxs_environment_is_in_no_command_line_of_the_host(
+    local_runtime: LocalRuntime, ref: str
+) -> None:
+    """The second review: with the environment given as `env -i NAME=value...` after setpriv,
+    its values were in the command line of root's bwrap for the command's whole life, which
+    every user of the host can read. Names and values of any kind still arrive intact."""
+    secret = f"hunter{secrets.token_hex(8)}"
+    env = {"SECRET_TOKEN": secret, "MULTI": "a\nb=c", "UID": "7", "LD_LIBRARY_PATH": "/nowhere"}
+    request = ExecRequest('sleep 2; printf \'%s|%s|%s\' "$SECRET_TOKEN" "$MULTI" "$LD_LIBRARY_PATH"', env=env)
+    running = asyncio.ensure_future(local_runtime.exec(ref, request))
+    await asyncio.sleep(1)
+    seen = []
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError), open(f"/proc/{entry}/cmdline", "rb") as f:  # noqa: ASYNC230
+            seen.append(f.read())
+    res = await running
+    assert not [line for line in seen if secret.encode() in line]
+    assert res.stdout == f"{secret}|a\nb=c|/nowhere".encode(), res
 
 
 async def test_the_reset_kills_what_escaped_the_command_tree(local_runtime: LocalRuntime, ref: str) -> None:
