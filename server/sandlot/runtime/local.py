@@ -60,7 +60,7 @@ from sandlot.runtime.local_procs import (
     set_winsize,
     usage_of,
 )
-from sandlot.runtime.local_spawn import PIPE, spawn
+from sandlot.runtime.local_spawn import PIPE, Child, spawn
 from sandlot.runtime.local_users import claim_uid, release_uid
 from sandlot.runtime.scripts import HELPER_PATH
 
@@ -226,47 +226,39 @@ class LocalRuntime:
         if uid is not None:
             kill_user(uid)  # what escaped the trees (setsid, double forks) is still the sandbox's
 
-    async def open_process(
-        self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
-    ) -> PipeStream:
+    async def _start(self, ref: str, request: ExecRequest, stdio: int) -> Child:
+        """Start ``request``'s command confined, its stdin, stdout and stderr all ``stdio``
+        (``PIPE``: a pipe each), as one of the sandbox's processes (a removal kills it)."""
         meta = self._meta(ref)
-        request = ExecRequest(list(argv), env=env or {})
         host_ws = str(self._dir(ref) / "workspace")
         async with self._confined(ref, meta, request) as (argv, fds):
             proc = await spawn(
                 argv,
-                stdin=PIPE,
-                stdout=PIPE,
-                stderr=PIPE,
+                stdin=stdio,
+                stdout=stdio,
+                stderr=stdio,
                 cwd=host_ws,
                 env=self._confine.env(meta, request, host_ws),
                 pass_fds=fds,
             )
         self._procs.setdefault(ref, set()).add(proc.pid)
-        return PipeStream(proc)
+        return proc
+
+    async def open_process(
+        self, ref: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+    ) -> PipeStream:
+        return PipeStream(await self._start(ref, ExecRequest(list(argv), env=env or {}), PIPE))
 
     async def open_pty(
         self, ref: str, argv: Sequence[str], *, cols: int, rows: int, env: Mapping[str, str] | None = None
     ) -> LocalPty:
-        meta = self._meta(ref)
         request = ExecRequest(list(argv), env={"TERM": "xterm", **(env or {})})
-        host_ws = str(self._dir(ref) / "workspace")
         master, slave = pty.openpty()
         set_winsize(master, cols, rows)
         try:
-            async with self._confined(ref, meta, request) as (argv, fds):
-                proc = await spawn(
-                    argv,
-                    stdin=slave,
-                    stdout=slave,
-                    stderr=slave,
-                    cwd=host_ws,
-                    env=self._confine.env(meta, request, host_ws),
-                    pass_fds=fds,
-                )
+            proc = await self._start(ref, request, slave)
         finally:
             os.close(slave)
-        self._procs.setdefault(ref, set()).add(proc.pid)
         return LocalPty(proc, master)
 
     def state_dir(self, ref: str) -> str:
