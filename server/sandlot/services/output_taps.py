@@ -20,12 +20,12 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from sandlot.domain.errors import SandlotError
 from sandlot.runtime.base import ProcessStream
 
-__all__ = ["Budget", "OutputTap", "OutputTaps", "TapReader"]
+__all__ = ["Budget", "Drained", "OutputTap", "OutputTaps", "TapReader"]
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +224,66 @@ class OutputTap:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._task
         await self._end()  # also when the task was cancelled before it ever ran
+
+
+class Drained:
+    """The output of an exec whose reader may stop reading (a follower of a process's stored
+    output): read as it comes, into at most ``limit`` bytes held for the reader; a reader that
+    leaves it full for ``stall`` seconds is dropped (``dropped``: it follows again from where
+    it is) and the exec closed. Left unread, such an exec held up its whole sandbox: Docker
+    (20.10) handles a container's events one at a time, and the end of an exec whose output
+    was not read out waits for its reader, so every later exec of the sandbox (a status, a
+    read, a command) waited with it."""
+
+    def __init__(self, stream: ProcessStream, limit: int, stall: float = 2.0) -> None:
+        self._stream = stream
+        self._stall = stall
+        self._room = asyncio.Event()
+        self._reader = TapReader(0, limit, on_room=self._room.set)
+        self._error: SandlotError | None = None
+        self._task = asyncio.ensure_future(self._pump())
+
+    @property
+    def dropped(self) -> bool:
+        return self._reader.overflowed
+
+    async def _pump(self) -> None:
+        offset = 0
+        try:
+            while (chunk := await self._stream.read()) is not None:
+                if chunk[0] != 1 or not chunk[1]:
+                    continue
+                self._reader.put(offset, chunk[1])
+                offset += len(chunk[1])
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._stall):
+                        while self._reader.full:
+                            self._room.clear()
+                            await self._room.wait()
+                if self._reader.full:
+                    self._reader.drop()
+                    return
+        except SandlotError as exc:
+            self._error = exc
+        finally:
+            self._reader.close()
+            with contextlib.suppress(Exception):
+                await self._stream.close()
+
+    async def pieces(self, most: int) -> AsyncIterator[bytes]:
+        """What came, joined up to ``most`` bytes a piece, until the exec ends or the reader
+        is dropped; an error of the stream is raised after what came before it."""
+        while (got := await self._reader.next(most)) is not None:
+            yield got[1]
+        if self._error is not None:
+            raise self._error
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._task
+        with contextlib.suppress(Exception):
+            await self._stream.close()
 
 
 class OutputTaps:

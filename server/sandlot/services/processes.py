@@ -35,7 +35,6 @@ from sandlot.domain.errors import (
 from sandlot.domain.paths import resolve_cwd
 from sandlot.observability.tracing import current_traceparent, span
 from sandlot.runtime.base import ExecRequest, SandboxRuntime
-from sandlot.runtime.bridge import as_ready
 from sandlot.runtime.process_scripts import (
     PROC_FOLLOW,
     PROC_KILL,
@@ -46,7 +45,7 @@ from sandlot.runtime.process_scripts import (
 )
 from sandlot.services.accounts import Principal
 from sandlot.services.assets import resolve_placeholders
-from sandlot.services.output_taps import OutputTap, OutputTaps
+from sandlot.services.output_taps import Drained, OutputTap, OutputTaps
 from sandlot.services.process_start import StartGate, first_line, number, started_pid
 from sandlot.services.sessions import SessionService
 from sandlot.settings import Settings
@@ -347,24 +346,25 @@ class ProcessService:
 
     async def _from_file(self, row: Process, box: Sandbox, offset: int) -> AsyncIterator[bytes]:
         """From the stored output: of a process that is over, read (no follower); otherwise
-        followed by ``PROC_FOLLOW`` in an exec of its own until it is over."""
-        row = await self._refresh(row, box)
-        if row.status != RUNNING:
-            async for data in self._stored(row, box, offset, row.output_bytes):
-                yield data
-            return
-        assert box.runtime_ref is not None
-        stream = await self._runtime.open_process(
-            box.runtime_ref, ["/bin/sh", "-c", PROC_FOLLOW, "sh", self._dir(box, row), str(offset)]
-        )
-
-        async def stdout() -> AsyncIterator[bytes]:
-            while (chunk := await stream.read()) is not None:
-                if chunk[0] == 1 and chunk[1]:
-                    yield chunk[1]
-
-        try:
-            async for data in as_ready(stdout(), _FRAME):
-                yield data
-        finally:
-            await stream.close()
+        followed by ``PROC_FOLLOW`` in an exec of its own until it is over. The follower is
+        read out as it writes, whatever the reader's pace (:class:`Drained`): a reader that
+        falls behind by more than it may hold loses it, and follows again from where it is."""
+        while True:
+            row = await self._refresh(row, box)
+            if row.status != RUNNING:
+                async for data in self._stored(row, box, offset, row.output_bytes):
+                    yield data
+                return
+            assert box.runtime_ref is not None
+            stream = await self._runtime.open_process(
+                box.runtime_ref, ["/bin/sh", "-c", PROC_FOLLOW, "sh", self._dir(box, row), str(offset)]
+            )
+            follower = Drained(stream, _HELD)
+            try:
+                async for data in follower.pieces(_FRAME):
+                    yield data
+                    offset += len(data)
+            finally:
+                await follower.close()
+            if not follower.dropped:
+                return

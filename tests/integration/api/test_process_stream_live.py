@@ -205,26 +205,19 @@ def big_server(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield server.url
 
 
-async def test_a_reader_that_stops_reading_holds_the_process_up_only_briefly(
-    big_server: str, new_tenant: NewTenant
-) -> None:
-    """A live reader paces the process, but one that reads nothing while 28 MB go by is
-    dropped from the tap after a stall (the process finishes meanwhile) and, when it reads
-    again, catches up from what the tap kept and the stored output, exactly."""
-    live = Live(big_server, await new_tenant())
-    sid = await python_session(live)
-    expected = hashlib.sha256("".join(f"{i}\n" for i in range(1, 3_500_001)).encode()).hexdigest()
-    proc = await live.start(sid, "seq 1 3500000")  # three times what a reader may fall behind by
+async def stop_reading_then_catch_up(live: Live, sid: str, pid: str, expected: str) -> None:
+    """Read the first frame, then nothing while the process runs to its end (its status read
+    meanwhile, every 0.1 s, must be answered), then everything, exactly."""
     digest, n = hashlib.sha256(), 0
     async with websockets.connect(
-        live.ws_url(sid, proc["id"], 0), additional_headers=live.h, max_size=None, max_queue=1
+        live.ws_url(sid, pid, 0), additional_headers=live.h, max_size=None, max_queue=1
     ) as ws:
         first = await ws.recv()
         assert isinstance(first, bytes)
         digest.update(first)
         n += len(first)
         for _ in range(600):  # reading nothing: the process still finishes
-            row = (await live.http.get(f"/v1/sessions/{sid}/processes/{proc['id']}")).json()
+            row = (await live.http.get(f"/v1/sessions/{sid}/processes/{pid}")).json()
             if row["status"] != "running":
                 break
             await asyncio.sleep(0.1)
@@ -236,6 +229,38 @@ async def test_a_reader_that_stops_reading_holds_the_process_up_only_briefly(
             digest.update(message)
             n += len(message)
     assert digest.hexdigest() == expected
+
+
+#: 28 MB: three times what a reader may fall behind by
+BIG = "seq 1 3500000"
+BIG_SHA256 = hashlib.sha256("".join(f"{i}\n" for i in range(1, 3_500_001)).encode()).hexdigest()
+
+
+async def test_a_reader_that_stops_reading_holds_the_process_up_only_briefly(
+    big_server: str, new_tenant: NewTenant
+) -> None:
+    """A live reader paces the process, but one that reads nothing while 28 MB go by is
+    dropped from the tap after a stall (the process finishes meanwhile) and, when it reads
+    again, catches up from what the tap kept and the stored output, exactly."""
+    live = Live(big_server, await new_tenant())
+    sid = await python_session(live)
+    proc = await live.start(sid, BIG)
+    await stop_reading_then_catch_up(live, sid, proc["id"], BIG_SHA256)
+    await live.http.aclose()
+
+
+async def test_a_follower_nobody_reads_holds_up_nothing_of_its_sandbox(
+    big_server: str, api: Api, new_tenant: NewTenant
+) -> None:
+    """Read where no tap has it (started by another API process), the output is followed by
+    ``PROC_FOLLOW`` (GNU tail). A reader that reads nothing while 28 MB go by loses its
+    follower after a stall, so the sandbox's other calls go on: left unread, the follower's
+    end held up every later exec of the sandbox in the engine (its status was a 502 after
+    15 s), until the reader read again."""
+    live = Live(big_server, await new_tenant())
+    sid = await python_session(live)
+    proc = await start(live, api, sid, f"{BIG}; sleep 3", "elsewhere")  # ends after the follower began
+    await stop_reading_then_catch_up(live, sid, proc["id"], BIG_SHA256)
     await live.http.aclose()
 
 
