@@ -75,8 +75,9 @@ async def assemble(
         stack.push_async_callback(counters.dispose)
         locks = engine  # SQLite: the session locks are in-process only (see Exclusive)
         if engine.dialect.name == "postgresql":
-            # their own connections: held while a suspend runs, never the requests' own; checked
-            # before use (the first checkpoint after a database restart would fail on one)
+            # their own connections: held while a suspend runs or a background round leads,
+            # never the requests' own; checked before use (the first checkpoint after a
+            # database restart would fail on one)
             locks = make_engine(settings.database_url, pool_size=1, max_overflow=9, pre_ping=True)
             stack.push_async_callback(locks.dispose)
         await fill_pool(engine, settings.database_pool_size)
@@ -99,7 +100,7 @@ async def assemble(
         )
         if settings.reconcile_on_start:
             await reconciler.run()
-        for loop in _loops(settings, engine, services, recorder, reconciler):
+        for loop in _loops(settings, locks, services, recorder, reconciler):
             loop.start()
             stack.push_async_callback(loop.stop)
         yield services
@@ -157,7 +158,7 @@ async def _services(
     await transfers.clean_spool()
     sandboxes = SandboxService(sessions, rt, settings, transfers, metrics)
     environments = EnvironmentService(sessions, registry, reads, allowed_users=settings.exec_users_allowed)
-    pools = PoolService(engine, sessions, sandboxes, environments, shells)
+    pools = PoolService(engine, sessions, sandboxes, environments, shells, leaders=locks)
     blobs = await _blob_store(settings)
     snapshots = SnapshotService(sessions, blobs, rt, settings, transfers)
     assets = AssetService(sessions, blobs, transfers)
@@ -202,7 +203,7 @@ async def _services(
 
 def _loops(
     settings: Settings,
-    engine: AsyncEngine,
+    locks: AsyncEngine,
     services: Services,
     recorder: ActivityRecorder,
     reconciler: Reconciler,
@@ -212,12 +213,12 @@ def _loops(
         await services.sessions.expire()
 
     async def reconcile() -> None:
-        async with leader(engine, "reconcile") as lead:
+        async with leader(locks, "reconcile") as lead:
             if lead:
                 await reconciler.run()
 
     async def collect() -> None:
-        async with leader(engine, "snapshot-gc") as lead:
+        async with leader(locks, "snapshot-gc") as lead:
             if lead:
                 await services.collector.collect()
 

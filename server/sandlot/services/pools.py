@@ -58,8 +58,13 @@ class PoolService:
         sandboxes: SandboxService,
         environments: EnvironmentService,
         shells: ShellManager | None = None,
+        *,
+        leaders: AsyncEngine | None = None,
     ) -> None:
         self._engine = engine
+        # the round's lock is held on a connection of its own: taken from the requests' pool,
+        # three rounds holding it and each waiting for another connection starved a pool of 3
+        self._leaders = leaders or engine
         self._shells = shells if sandboxes.settings.pool_warm_shells else None
         self._sessions = sessions
         self._reads = make_sessionmaker(engine.execution_options(isolation_level="AUTOCOMMIT"))
@@ -275,7 +280,7 @@ class PoolService:
 
     async def housekeep_all(self, *, force: bool = False) -> None:
         """One round over every environment (only in the process that holds the lock)."""
-        async with leader(self._engine, "pools") as lead:
+        async with leader(self._leaders, "pools") as lead:
             if not lead:
                 return
             envs = await self._environments.all()
