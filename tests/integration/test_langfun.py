@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 
 import langfun as lf
 import pytest
@@ -88,3 +89,26 @@ async def test_an_unreachable_service_is_an_outage(new_tenant: NewTenant) -> Non
             pass
 
     await asyncio.to_thread(scenario)
+
+
+def two_threads_on_one_sandbox(live_server: str, key: str) -> list[dict]:
+    with Sandlot(live_server, key) as admin:
+        env_name = f"lf-{secrets.token_hex(3)}"
+        admin.create_environment(env_name, [IMAGE], pool_size=[1, 1])
+    service = SandlotSandboxService(
+        base_url=live_server, api_key=key, sandlot_environment=env_name, image_ids=[IMAGE]
+    )
+    env = lf.env.Environment(sandboxes={"sandlot": service})
+    with env, env.sandbox() as sb, ThreadPoolExecutor(2) as threads:
+        # both in the session's shell at once: the second waits its turn, never a 409
+        runs = [threads.submit(sb.shell, f"sleep 1; echo done-{i}") for i in range(2)]
+        return [run.result() for run in runs]
+
+
+async def test_two_threads_on_one_sandbox_both_get_their_output(
+    live_server: str, new_tenant: NewTenant
+) -> None:
+    """langfun calls one sandbox from several threads (a proactive session setup beside the
+    last session's teardown): each call gets its own output."""
+    results = await asyncio.to_thread(two_threads_on_one_sandbox, live_server, key_of(await new_tenant()))
+    assert [(r["exit_code"], r["stdout"]) for r in results] == [(0, "done-0\n"), (0, "done-1\n")]

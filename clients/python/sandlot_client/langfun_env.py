@@ -28,6 +28,7 @@ from ``SANDLOT_API_KEY``. Install with ``pip install 'sandlot-client[langfun]'``
 
 import contextlib
 import os
+import threading
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -132,6 +133,10 @@ class SandlotSandbox(BaseSandbox):
         super()._on_bound()
         if not hasattr(self, "_session"):
             self._session: Session | None = None
+            # langfun calls one sandbox from several threads (a proactive session setup beside
+            # the teardown of the last); the session's shell and interpreter run one command
+            # at a time and refuse a second (409), so each waits its turn here
+            self._turn = threading.Lock()
 
     @property
     def service(self) -> SandlotSandboxService:
@@ -187,8 +192,9 @@ class SandlotSandbox(BaseSandbox):
     @interface.log_activity()
     def shell(self, command: str, timeout: float | None = None) -> dict[str, Any]:
         """Run ``command`` in the session's persistent shell (cwd and exports carry over):
-        ``exit_code``, ``stdout``, ``stderr``..."""
-        with self._guard(f"shell {command[:200]!r}"):
+        ``exit_code``, ``stdout``, ``stderr``... A call from another thread waits for the one in
+        progress (the shell runs one command at a time)."""
+        with self._turn, self._guard(f"shell {command[:200]!r}"):
             return dict(self.session.shell.run(command, timeout=timeout or self.service.command_timeout))
 
     @interface.log_activity()
@@ -199,7 +205,7 @@ class SandlotSandbox(BaseSandbox):
 
     @interface.log_activity()
     def python(self, code: str, timeout: float | None = None) -> dict[str, Any]:
-        with self._guard("python"):
+        with self._turn, self._guard("python"):
             return dict(self.session.python.run(code, timeout=timeout or self.service.command_timeout))
 
     @interface.log_activity()
