@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from agents import RunConfig, Runner, set_tracing_disabled
 from agents.sandbox import SandboxAgent, SandboxRunConfig
-from agents.sandbox.errors import WorkspaceReadNotFoundError
+from agents.sandbox.errors import InvalidManifestPathError, WorkspaceReadNotFoundError
 from agents.testing import ScriptedModel, assistant_message, function_call
 from openai.types.responses import ResponseCustomToolCall
 
@@ -173,3 +173,25 @@ async def test_persist_and_hydrate_move_the_workspace_as_a_tar(sandlot: AsyncSan
         for session in (first, second):
             await client.delete(session)
     assert not await first.running()
+
+
+async def test_a_path_through_a_link_out_of_the_workspace_is_the_sdks_refusal(sandlot: AsyncSandlot) -> None:
+    """The SDK's own check is lexical: a link in the workspace that leads out of it is refused
+    by the service, and the provider raises it as the SDK's InvalidManifestPathError (as its
+    remote providers do), for a read, a write and an apply_patch."""
+    env = f"agents-{secrets.token_hex(3)}"
+    await sandlot.create_environment(env, ["sandlot/busybox:latest"], pool_size=0)
+    client = SandlotSandboxClient(sandlot=sandlot)
+    session = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    try:
+        await session.start()
+        assert (await session.exec("ln -s /etc out")).exit_code == 0
+        with pytest.raises(InvalidManifestPathError):
+            await session.read(Path("out/passwd"))
+        with pytest.raises(InvalidManifestPathError):
+            await session.write(Path("out/planted"), io.BytesIO(b"x"))
+        with pytest.raises(InvalidManifestPathError):
+            await session.apply_patch({"type": "create_file", "path": "out/planted", "diff": "+x\n"})
+        assert (await session.exec("test ! -e /etc/planted")).exit_code == 0
+    finally:
+        await client.delete(session)

@@ -36,12 +36,14 @@ import contextlib
 import io
 import tarfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from agents.sandbox.errors import (
     ExecTimeoutError,
     ExecTransportError,
+    InvalidManifestPathError,
     WorkspaceArchiveReadError,
     WorkspaceArchiveWriteError,
     WorkspaceReadNotFoundError,
@@ -59,7 +61,7 @@ from agents.sandbox.types import ExecResult, User
 
 from sandlot_client._agents_pty import PtyProcesses
 from sandlot_client.aio import AsyncSandlot, AsyncSession, output_bytes
-from sandlot_client.errors import Conflict, NotFound, SandlotError
+from sandlot_client.errors import Conflict, InvalidInput, NotFound, SandlotError
 
 __all__ = [
     "SandlotSandboxClient",
@@ -170,7 +172,8 @@ class SandlotSandboxSession(BaseSandboxSession):
     async def read(self, path: Path, *, user: str | User | None = None) -> io.IOBase:
         target = self.normalize_path(path)
         try:
-            data = await self._remote.files.read(target.as_posix())
+            with _confined(target):
+                data = await self._remote.files.read(target.as_posix())
         except NotFound as exc:
             raise WorkspaceReadNotFoundError(path=target, cause=exc) from exc
         return io.BytesIO(data)
@@ -178,9 +181,10 @@ class SandlotSandboxSession(BaseSandboxSession):
     async def write(self, path: Path, data: io.IOBase, *, user: str | User | None = None) -> None:
         target = self.normalize_path(path, for_write=True)
         payload = data.read()
-        await self._remote.files.write(
-            target.as_posix(), payload.encode() if isinstance(payload, str) else bytes(payload)
-        )
+        with _confined(target):
+            await self._remote.files.write(
+                target.as_posix(), payload.encode() if isinstance(payload, str) else bytes(payload)
+            )
 
     async def running(self) -> bool:
         try:
@@ -339,3 +343,16 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
 
     def deserialize_session_state(self, payload: dict[str, object]) -> SandboxSessionState:
         return self._deserialize_session_state_payload(payload, SandlotSandboxSessionState)
+
+
+@contextlib.contextmanager
+def _confined(target: Path) -> Iterator[None]:
+    """A path the service refuses as leaving the workspace (through a link: the SDK's own
+    check is lexical) is the SDK's ``InvalidManifestPathError``, as its remote providers raise
+    (``apply_patch`` gets it through ``read``/``write``)."""
+    try:
+        yield
+    except InvalidInput as exc:
+        if exc.code != "path_outside_workspace":
+            raise
+        raise InvalidManifestPathError(rel=target.as_posix(), reason="escape_root", cause=exc) from exc
