@@ -57,13 +57,30 @@ async def drop_pg_database(url: str) -> None:
         await conn.close()
 
 
+@contextlib.asynccontextmanager
+async def migrated_pg_database() -> AsyncIterator[str]:
+    """A PostgreSQL database of its own at the migrations' head, dropped after."""
+    url = await create_pg_database()
+    try:
+        await asyncio.to_thread(migrate.upgrade, url)
+        yield url
+    finally:
+        await drop_pg_database(url)
+
+
 @pytest.fixture(scope="session")
 async def pg_url() -> AsyncIterator[str]:
     """A PostgreSQL database for the whole run, at the migrations' head."""
-    url = await create_pg_database()
-    await asyncio.to_thread(migrate.upgrade, url)
-    yield url
-    await drop_pg_database(url)
+    async with migrated_pg_database() as url:
+        yield url
+
+
+@pytest.fixture
+async def own_pg_url() -> AsyncIterator[str]:
+    """A PostgreSQL database of this test's own, at the migrations' head: a test that restarts
+    the service, backdates rows or runs the background rounds touches nobody else's."""
+    async with migrated_pg_database() as url:
+        yield url
 
 
 def _unit_only(request: pytest.FixtureRequest) -> bool:

@@ -18,9 +18,8 @@ import pytest
 
 from sandlot.runtime.base import LABEL_INSTANCE, LABEL_SANDBOX
 from sandlot.services.accounts import AccountService
-from sandlot.store import migrate
 from sandlot.store.engine import make_engine, make_sessionmaker
-from tests.conftest import INSTANCE, create_pg_database, drop_pg_database
+from tests.conftest import INSTANCE, migrated_pg_database
 from tests.integration.servers import Server
 
 Headers = dict[str, str]
@@ -64,12 +63,8 @@ def fault_server(db_url: str, mine: str, data_dir: Path, **settings: str) -> Ser
 async def db_url() -> AsyncIterator[str]:
     """A database of its own, at the migrations' head (a test that restarts the service or
     backdates rows touches nobody else's)."""
-    url = await create_pg_database()
-    await asyncio.to_thread(migrate.upgrade, url)
-    try:
+    async with migrated_pg_database() as url:
         yield url
-    finally:
-        await drop_pg_database(url)
 
 
 async def tenant_headers(db_url: str) -> Headers:

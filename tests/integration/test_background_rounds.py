@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,26 +16,16 @@ from litestar.testing import AsyncTestClient
 
 from sandlot.app import create_app
 from sandlot.settings import Settings
-from sandlot.store import migrate
-from tests.conftest import INSTANCE, create_pg_database, drop_pg_database
+from tests.conftest import INSTANCE
 
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-async def own_db() -> AsyncIterator[str]:
-    """A database of this test's own: the rounds see no other test's environments."""
-    url = await create_pg_database()
-    await asyncio.to_thread(migrate.upgrade, url)
-    yield url
-    await drop_pg_database(url)
-
-
 async def test_rounds_that_lead_take_no_connection_of_the_requests(
-    own_db: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    own_pg_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = Settings(
-        database_url=own_db,
+        database_url=own_pg_url,  # its own: the rounds see no other test's environments
         runtime="docker",
         instance=f"{INSTANCE}-rounds",
         data_dir=tmp_path,

@@ -19,9 +19,8 @@ from sandlot.runtime.base import LABEL_INSTANCE, LABEL_SANDBOX
 from sandlot.runtime.docker import DockerRuntime
 from sandlot.services.accounts import AccountService
 from sandlot.settings import Settings
-from sandlot.store import migrate
 from sandlot.store.engine import make_engine, make_sessionmaker
-from tests.conftest import BUSYBOX, INSTANCE, create_pg_database, drop_pg_database
+from tests.conftest import BUSYBOX, INSTANCE
 from tests.integration.docker2 import SecondEngine
 
 MINE = f"{INSTANCE}-er"
@@ -40,10 +39,9 @@ def engine2() -> Iterator[SecondEngine]:
 
 @pytest.fixture
 async def setup(
-    engine2: SecondEngine, tmp_path: Path
+    engine2: SecondEngine, own_pg_url: str, tmp_path: Path
 ) -> AsyncIterator[tuple[AsyncTestClient, dict[str, str]]]:
-    url = await create_pg_database()
-    await asyncio.to_thread(migrate.upgrade, url)
+    url = own_pg_url
     settings = Settings(
         database_url=url,
         runtime="docker",
@@ -60,11 +58,8 @@ async def setup(
     tenant = await accounts.create_tenant("restart")
     key = await accounts.create_key(tenant.id)
     await engine.dispose()
-    try:
-        async with AsyncTestClient(create_app(settings), timeout=120) as client:
-            yield client, {"Authorization": f"Bearer {key.plaintext}"}
-    finally:
-        await drop_pg_database(url)
+    async with AsyncTestClient(create_app(settings), timeout=120) as client:
+        yield client, {"Authorization": f"Bearer {key.plaintext}"}
 
 
 async def _agreement(

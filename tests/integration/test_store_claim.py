@@ -20,7 +20,7 @@ from sandlot.store.engine import make_engine, make_sessionmaker
 from sandlot.store.repositories import PoolRepository
 from sandlot.store.tables import Sandbox, SandboxEvent, Session, Tenant
 from sandlot.store.types import utcnow
-from tests.conftest import create_pg_database, drop_pg_database
+from tests.conftest import migrated_pg_database
 
 
 @pytest.fixture(params=["postgresql", "sqlite"])
@@ -30,10 +30,8 @@ async def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
         await asyncio.to_thread(migrate.upgrade, url)
         yield url
         return
-    url = await create_pg_database()
-    await asyncio.to_thread(migrate.upgrade, url)
-    yield url
-    await drop_pg_database(url)
+    async with migrated_pg_database() as url:
+        yield url
 
 
 def _box(tenant: str, name: str, age: int) -> Sandbox:

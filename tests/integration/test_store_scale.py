@@ -4,16 +4,11 @@ events) must not make each housekeeping round or pool-full start read them all."
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy import event, text
 
-from sandlot.store import migrate
 from sandlot.store.engine import make_engine, make_sessionmaker
 from sandlot.store.repositories import PoolRepository
-from tests.conftest import create_pg_database, drop_pg_database
 
 pytestmark = pytest.mark.postgres
 
@@ -26,16 +21,8 @@ FROM generate_series(1, :n) g
 """
 
 
-@pytest.fixture
-async def url() -> AsyncIterator[str]:
-    url = await create_pg_database()
-    await asyncio.to_thread(migrate.upgrade, url)
-    yield url
-    await drop_pg_database(url)
-
-
-async def test_an_environments_pool_counts_read_only_its_live_sandboxes(url: str) -> None:
-    engine = make_engine(url)
+async def test_an_environments_pool_counts_read_only_its_live_sandboxes(own_pg_url: str) -> None:
+    engine = make_engine(own_pg_url)
     try:
         async with engine.begin() as conn:
             await conn.execute(

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from sandlot.domain.errors import SandboxStateError
-from sandlot.services.output_taps import OutputTaps, TapReader
+from sandlot.services.output_taps import Drained, OutputTaps, TapReader
 
 
 class Stream:
@@ -162,3 +164,27 @@ async def test_a_first_line_without_an_end_is_refused_early() -> None:
     stream.queue.put_nowait((2, b"an error first"))
     stream.queue.put_nowait((1, b"123\nout"))
     assert await first_line(stream) == (b"123", b"out")
+
+
+async def test_a_drained_follower_raises_any_error_after_what_came_before_it() -> None:
+    stream = Stream()
+    drained = Drained(stream, limit=1 << 20)
+    stream.queue.put_nowait((1, b"before "))
+    stream.queue.put_nowait(RuntimeError("the stream broke"))
+    got = []
+    with pytest.raises(RuntimeError, match="the stream broke"):  # not a quiet early end
+        async for piece in drained.pieces(1 << 20):
+            got.append(piece)
+    assert got == [b"before "] and stream.closed
+
+
+async def test_a_drained_follower_whose_reader_stops_is_dropped_and_closed() -> None:
+    stream = Stream()
+    drained = Drained(stream, limit=4, stall=0.05)
+    stream.queue.put_nowait((1, b"abcdef"))  # more than the reader's room, and nobody reads
+    for _ in range(100):
+        if stream.closed:
+            break
+        await asyncio.sleep(0.01)
+    assert drained.dropped and stream.closed  # the exec is let go: it holds up nothing
+    await drained.close()

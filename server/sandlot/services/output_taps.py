@@ -240,7 +240,7 @@ class Drained:
         self._stall = stall
         self._room = asyncio.Event()
         self._reader = TapReader(0, limit, on_room=self._room.set)
-        self._error: SandlotError | None = None
+        self._error: Exception | None = None
         self._task = asyncio.ensure_future(self._pump())
 
     @property
@@ -263,7 +263,7 @@ class Drained:
                 if self._reader.full:
                     self._reader.drop()
                     return
-        except SandlotError as exc:
+        except Exception as exc:  # raised to the reader after what came: never a quiet early end
             self._error = exc
         finally:
             self._reader.close()
