@@ -30,7 +30,7 @@ from sandlot.api.sandboxes import SandboxController, SandboxFilesController, San
 from sandlot.api.sessions import SessionController, SessionStreamController, SessionWorkspaceController
 from sandlot.api.snapshots import SnapshotController
 from sandlot.api.tenants import KeyController, TenantController
-from sandlot.console import console_parts
+from sandlot.console import console_parts, secure_console_answers
 from sandlot.observability.tracing import build_provider, request_span_start, tracer_for
 from sandlot.runtime.base import SandboxRuntime
 from sandlot.settings import Settings
@@ -61,6 +61,7 @@ def create_app(
         template_config=console.templates,
         csrf_config=console.csrf,
         middleware=_middleware(settings, provider),
+        before_send=[secure_console_answers],
         lifespan=[lifespan],
         dependencies={
             "services": Provide(provide_services, sync_to_thread=False),

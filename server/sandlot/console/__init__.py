@@ -5,6 +5,6 @@ runtime or the store (a house-rules test reads their imports). Signing in trades
 a signed, HttpOnly, SameSite=Strict cookie; every state-changing request carries a CSRF token.
 """
 
-from sandlot.console.setup import ConsoleParts, console_parts
+from sandlot.console.setup import ConsoleParts, console_parts, secure_console_answers
 
-__all__ = ["ConsoleParts", "console_parts"]
+__all__ = ["ConsoleParts", "console_parts", "secure_console_answers"]

@@ -1,5 +1,6 @@
 """Where the console's templates and static files are, and the pieces ``create_app`` mounts:
-its router (pages, fragments, static files), the template engine and the CSRF protection."""
+its router (pages, fragments, static files), the template engine, the CSRF protection and the
+hook that puts the console's security headers on every answer under its path."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from litestar import Response, Router
+from litestar import Router
 from litestar.config.csrf import CSRFConfig
-from litestar.datastructures import ResponseHeader
+from litestar.datastructures import MutableScopeHeaders
 from litestar.di import Provide
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
+from litestar.types import Message, Scope
 
 from sandlot.console.accounts import AccountsController
 from sandlot.console.auth import SignInController, signed_in, to_sign_in
@@ -26,7 +28,7 @@ from sandlot.console.sessions import SessionsController
 from sandlot.domain.errors import NotAuthenticated
 from sandlot.settings import Settings
 
-__all__ = ["CONSOLE", "HEADERS", "ConsoleParts", "console_parts", "web_dir"]
+__all__ = ["CONSOLE", "HEADERS", "ConsoleParts", "console_parts", "secure_console_answers", "web_dir"]
 
 #: Where the console is mounted.
 CONSOLE = "/console"
@@ -55,7 +57,6 @@ class ConsoleParts:
 
 def console_parts(settings: Settings) -> ConsoleParts:
     web = web_dir()
-    headers = [ResponseHeader(name=name, value=value) for name, value in HEADERS.items()]  # pages
     router = Router(
         path=CONSOLE,
         route_handlers=[
@@ -66,13 +67,10 @@ def console_parts(settings: Settings) -> ConsoleParts:
             AccountsController,
             EnvironmentsController,
             SessionsController,
-            create_static_files_router(
-                path="/static", directories=[web / "static"], name="console-static", after_request=_secured
-            ),
+            create_static_files_router(path="/static", directories=[web / "static"], name="console-static"),
         ],
         dependencies={"user": Provide(signed_in)},
         exception_handlers={NotAuthenticated: to_sign_in},
-        response_headers=headers,
         include_in_schema=False,
     )
     csrf = CSRFConfig(
@@ -86,10 +84,17 @@ def console_parts(settings: Settings) -> ConsoleParts:
     return ConsoleParts(router, templates, csrf)
 
 
-async def _secured(response: Response) -> Response:
-    """The static files' answers get :data:`HEADERS` too (their router takes no headers)."""
-    response.headers.update(HEADERS)
-    return response
+async def secure_console_answers(message: Message, scope: Scope) -> None:
+    """The app's ``before_send`` hook: every answer under :data:`CONSOLE` carries
+    :data:`HEADERS`, its errors too (an unknown page's 404, a 405, a refused CSRF token's 403),
+    which are made outside the console's router and so never got a router's headers."""
+    if message["type"] != "http.response.start":
+        return
+    path = scope.get("path", "")
+    if path == CONSOLE or path.startswith(CONSOLE + "/"):
+        headers = MutableScopeHeaders.from_message(message)
+        for name, value in HEADERS.items():
+            headers[name] = value
 
 
 def _node_secret(data_dir: Path) -> str:

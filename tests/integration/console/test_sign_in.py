@@ -171,11 +171,19 @@ async def test_a_tenant_sees_only_its_own_objects_and_an_operator_sees_all(
 async def test_every_console_answer_refuses_frames_and_sniffing(
     browser: AsyncTestClient, new_tenant: NewTenant
 ) -> None:
-    """The sign-in page, a signed-in page, a fragment's refusal and a static file all carry the
-    headers (#27 finding 7: none did)."""
+    """The sign-in page, a signed-in page, a fragment's refusal, a static file and the errors
+    made outside the console's router (an unknown page, a wrong method, a post without its
+    CSRF token) all carry the headers (#27 finding 7: none did; then the errors did not)."""
     answers = [await browser.get("/console/login"), await browser.get("/console/static/console.css")]
     await _sign_in(browser, key_of(await new_tenant()))
     answers += [await browser.get("/console/"), await browser.get("/console/sandboxes/?status=nonsense")]
+    errors = [
+        await browser.get("/console/no-such-page"),
+        await browser.delete("/console/login"),
+        await browser.post("/console/logout"),
+    ]
+    assert [resp.status_code for resp in errors] == [404, 405, 403]
+    answers += errors
     for resp in answers:
         assert resp.headers.get("content-security-policy") == "frame-ancestors 'none'", resp.url
         assert resp.headers.get("x-frame-options") == "DENY", resp.url
