@@ -215,7 +215,11 @@ def keys() -> None:
 
 
 @keys.command("create")
-@click.option("--tenant", default=None, help="Tenant id or name (operators' tenant by default).")
+@click.option(
+    "--tenant",
+    default=None,
+    help="Tenant id or name; the operators' own for --operator or --scope metrics:read alone.",
+)
 @click.option("--name", default="", help="A label for the key.")
 @click.option("--scope", "scopes", multiple=True, help="Scope to grant (repeatable).")
 @click.option("--operator", is_flag=True, help="Grant the operator scope (sees every tenant).")
@@ -228,8 +232,8 @@ def keys_create(
 
     async def make(a: Any) -> Any:
         if tenant is None:
-            if not operator:
-                raise click.UsageError("--tenant is required (or --operator)")
+            if not operator and set(scopes) != {"metrics:read"}:  # a scraper's key is no tenant's
+                raise click.UsageError("--tenant is required (or --operator, or --scope metrics:read alone)")
             if not any(t.name == OPERATOR_TENANT for t in await a.list_tenants()):
                 await a.create_tenant(OPERATOR_TENANT)
         return await a.create_key(

@@ -63,6 +63,10 @@ def test_tenants_and_keys_with_json_output(env: dict[str, str]) -> None:
 
     op = json.loads(sandlot(env, "keys", "create", "--operator", "--json").stdout)
     assert "operator" in op["scopes"]
+    scraper = json.loads(sandlot(env, "keys", "create", "--scope", "metrics:read", "--json").stdout)
+    assert scraper["scopes"] == ["metrics:read"] and scraper["tenant_id"] == op["tenant_id"]
+    alone = sandlot(env, "keys", "create", "--scope", "sandboxes:read")
+    assert alone.returncode != 0 and "--tenant is required" in alone.stderr
 
 
 def test_tenant_quotas_are_set_at_creation_and_changed_later(env: dict[str, str]) -> None:

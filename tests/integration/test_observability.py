@@ -217,6 +217,23 @@ async def test_metrics_are_an_operators_only(
     assert (await client.get("/metrics", headers=operator)).status_code == 200
 
 
+async def test_a_scrapers_key_reads_the_metrics_and_nothing_else(
+    client: AsyncTestClient, new_tenant: NewTenant, operator: Headers
+) -> None:
+    """``metrics:read``: a Prometheus scraper needs no operator key (it was the only way in).
+    Only an operator grants it: the figures are the whole service's."""
+    wanted = {"name": "scraper", "scopes": ["metrics:read"]}
+    made = await client.post("/v1/keys", json=wanted, headers=operator)
+    assert made.status_code == 201, made.text
+    scraper = {"Authorization": f"Bearer {made.json()['secret']}"}
+    resp = await client.get("/metrics", headers=scraper)
+    assert resp.status_code == 200 and "sandlot_" in resp.text
+    for path in ("/v1/sandboxes", "/v1/environments", "/v1/audit"):
+        assert (await client.get(path, headers=scraper)).status_code == 403, path
+    refused = await client.post("/v1/keys", json={"scopes": ["metrics:read"]}, headers=await new_tenant())
+    assert refused.status_code == 403, refused.text
+
+
 async def test_metrics_parse_and_count_acquisitions(
     client: AsyncTestClient, new_tenant: NewTenant, operator: Headers
 ) -> None:

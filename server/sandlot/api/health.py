@@ -26,14 +26,15 @@ class HealthController(Controller):
 
     @get(
         "/metrics",
-        summary="Prometheus metrics (an operator key; no tenant data in them)",
+        summary="Prometheus metrics (an operator key or one with metrics:read; no tenant data in them)",
         media_type=_PROMETHEUS,
         responses=problems(404),
     )
     async def metrics(self, services: ServicesDep, principal: PrincipalDep) -> Response[bytes]:
-        """For an operator key only: the figures are the whole service's (sandboxes, pools,
-        errors), which a tenant, or anyone who reaches the port, has no business reading."""
-        principal.require(Scope.OPERATOR)
+        """For an operator key or a scraper's (``metrics:read``, which an operator grants): the
+        figures are the whole service's (sandboxes, pools, errors), which a tenant, or anyone
+        who reaches the port, has no business reading."""
+        principal.require(Scope.METRICS_READ)
         if not services.settings.metrics_enabled:
             raise NotFound("metrics are disabled (SANDLOT_METRICS_ENABLED=false)")
         return Response(

@@ -90,7 +90,8 @@ class KeyCreate(In):
 
     name: Annotated[str, Field(max_length=100)] = ""
     scopes: Annotated[
-        list[Literal["operator", "sandboxes:read", "sandboxes:write"]] | None, Field(max_length=3)
+        list[Literal["operator", "sandboxes:read", "sandboxes:write", "metrics:read"]] | None,
+        Field(max_length=4),
     ] = None
     tenant: Annotated[str | None, Field(min_length=1, max_length=100)] = None
 

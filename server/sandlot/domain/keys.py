@@ -26,6 +26,9 @@ class Scope(StrEnum):
     OPERATOR = "operator"
     SANDBOXES_READ = "sandboxes:read"
     SANDBOXES_WRITE = "sandboxes:write"
+    #: ``/metrics`` and nothing else: for a scraper, which needs no operator's powers. The
+    #: figures are the whole service's, so only an operator can grant it.
+    METRICS_READ = "metrics:read"
 
 
 ALL_SCOPES: frozenset[str] = frozenset(s.value for s in Scope)

@@ -1,6 +1,7 @@
 from enum import StrEnum
 
 class KeyCreateScopesType0Item(StrEnum):
+    METRICSREAD = "metrics:read"
     OPERATOR = "operator"
     SANDBOXESREAD = "sandboxes:read"
     SANDBOXESWRITE = "sandboxes:write"

@@ -99,7 +99,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Problem | str]:
-    """ Prometheus metrics (an operator key; no tenant data in them)
+    """ Prometheus metrics (an operator key or one with metrics:read; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,7 +125,7 @@ def sync(
     client: AuthenticatedClient | Client,
 
 ) -> Problem | str | None:
-    """ Prometheus metrics (an operator key; no tenant data in them)
+    """ Prometheus metrics (an operator key or one with metrics:read; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -146,7 +146,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Problem | str]:
-    """ Prometheus metrics (an operator key; no tenant data in them)
+    """ Prometheus metrics (an operator key or one with metrics:read; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -172,7 +172,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
 
 ) -> Problem | str | None:
-    """ Prometheus metrics (an operator key; no tenant data in them)
+    """ Prometheus metrics (an operator key or one with metrics:read; no tenant data in them)
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
