@@ -40,7 +40,7 @@ from sandlot.runtime.base import (
 )
 from sandlot.runtime.channels import ChannelLookup, Channels
 from sandlot.runtime.docker_config import Facts
-from sandlot.runtime.docker_create import create_container, ensure_network, sized_layers
+from sandlot.runtime.docker_create import create_container, sized_layers
 from sandlot.runtime.docker_guard import HostGuard
 from sandlot.runtime.docker_images import BUSYBOX_IMAGE
 from sandlot.runtime.docker_reset import CleanSlate
@@ -86,7 +86,6 @@ class DockerRuntime:
         self._storage_checked = False
         self._facts: dict[str, Facts] = {}
         self._clean = CleanSlate(self)
-        self._network_ready = False
         self.guard = HostGuard(self, guard_image)
         self.channels = Channels()
 
@@ -107,6 +106,7 @@ class DockerRuntime:
         return self._client
 
     async def close(self) -> None:
+        await self.guard.stop()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -143,10 +143,8 @@ class DockerRuntime:
         image_user = await self._image_user(spec.image)
         if image_user is None:
             raise ImageNotFound(f"image {spec.image!r} is not available", image=spec.image)
-        if spec.network and not self._network_ready:
-            await ensure_network(self.docker)
-            await self.guard.firewall()  # before any network sandbox runs
-            self._network_ready = True
+        if spec.network:
+            await self.guard.ready()  # the host's firewall set before any network sandbox runs
         name = self.ref_for(spec.sandbox_id)
         try:
             container, facts = await create_container(self, spec, name, image_user)

@@ -6,18 +6,24 @@ address of the host, or a broadcast) and the link-local range (a cloud's metadat
 Two layers keep it from them:
 
 - The engine host's firewall: before the first network sandbox starts, and every minute after
-  while sandboxes are made, a guard container in the engine's network namespace, chrooted
+  for as long as the runtime lives (a flush of the host's firewall is mended within a minute,
+  whether or not sandboxes are being made), a guard container in the engine's network namespace, chrooted
   into a read-only view of the engine host's root (to run the host's own ``iptables``, the one
   Docker uses), installs
   ``INPUT -i <bridge> -j DROP`` (IPv4 and IPv6: nothing from the bridge reaches the host
   itself, whichever address, broadcasts and addresses the host gets later included) and
   ``DOCKER-USER -i <bridge> -d 169.254.0.0/16 -j DROP``, then checks them. Where that cannot
-  be done (no iptables, a rootless engine), ``network: true`` is refused (503).
+  be done (no iptables, a rootless engine), ``network: true`` is refused (503); where a
+  re-check fails, new network sandboxes are refused until one succeeds.
 - In each sandbox, before it is handed out, a guard container joins its network namespace
   with ``NET_ADMIN`` alone and makes the gateway, the host's addresses (read by the same image
   in the host's network namespace, again after a minute) and link-local unroutable there
   (``prohibit`` routes: a connect fails at once with EACCES), then checks that each is. The
   sandbox has no capability to undo it, and IPv6 is off in it (a sysctl set at create).
+
+The guard image runs as root with the engine host's root mounted: it is run by the image id
+its name had when this runtime first used it, so a name given to another image later changes
+nothing here.
 
 What stays reachable is every other address through the gateway: the egress policy proper
 (allow lists, private ranges) is the network issue's.
@@ -28,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -37,12 +44,15 @@ import aiodocker
 from sandlot.domain.errors import RuntimeUnavailable, SandboxStateError
 from sandlot.runtime.base import LABEL_INSTANCE
 from sandlot.runtime.docker_config import NETWORK
+from sandlot.runtime.docker_create import ensure_network
 from sandlot.runtime.docker_streams import engine
 
 if TYPE_CHECKING:
     from sandlot.runtime.docker import DockerRuntime
 
 __all__ = ["LABEL_GUARD", "LINK_LOCAL", "HostGuard", "parse_addresses"]
+
+log = logging.getLogger(__name__)
 
 LABEL_GUARD = "dev.sandlot.guard"
 LINK_LOCAL = "169.254.0.0/16"
@@ -109,19 +119,49 @@ def parse_addresses(text: str) -> set[str]:
 class HostGuard:
     """Closes a network sandbox's way to its host; see the module's docstring."""
 
+    #: How often the engine host's firewall is checked (and mended) once network is in use.
+    recheck_seconds = 60.0
+
     def __init__(self, rt: DockerRuntime, image: str) -> None:
         self._rt = rt
         self.image = image
+        self._image_id: str | None = None
         self._addresses: set[str] = set()
         self._read_at = float("-inf")
         self._lock = asyncio.Lock()
+        self._rechecks: asyncio.Task[None] | None = None
+
+    async def ready(self) -> None:
+        """Before a network sandbox is made: the sandbox network exists and the engine host's
+        firewall is set (see :meth:`firewall`), then checked again every
+        :attr:`recheck_seconds` until :meth:`stop`. Raises when it cannot be set."""
+        if self._rechecks is not None and not self._rechecks.done():
+            return
+        await ensure_network(self._rt.docker)
+        await self.firewall()
+        if self._rechecks is None or self._rechecks.done():
+            self._rechecks = asyncio.ensure_future(self._recheck())
+
+    async def _recheck(self) -> None:
+        while True:
+            await asyncio.sleep(self.recheck_seconds)
+            try:
+                await self.firewall()
+            except Exception as exc:  # the next network sandbox tries again, or is refused
+                log.error("the engine host's firewall could not be checked again: %s", exc)
+                return
+
+    async def stop(self) -> None:
+        if self._rechecks is not None:
+            self._rechecks.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._rechecks
+            self._rechecks = None
 
     async def host_addresses(self) -> set[str]:
-        """The engine host's addresses, read again after a minute, when its firewall (see
-        :meth:`firewall`) is checked again as well."""
+        """The engine host's addresses, read again after a minute."""
         async with self._lock:
             if time.monotonic() - self._read_at > _ADDRESSES_TTL:
-                await self._firewall()
                 code, out = await self._run("host", _HOST_ADDRESSES, [])
                 found = parse_addresses(out)
                 if code != 0 or not found:
@@ -130,8 +170,8 @@ class HostGuard:
             return set(self._addresses)
 
     async def firewall(self) -> None:
-        """Install and check the engine host's rules for the sandbox bridge (before the first
-        network sandbox starts, and every minute after): without them, no network access."""
+        """Install and check the engine host's rules for the sandbox bridge: without them, no
+        network access."""
         async with self._lock:
             await self._firewall()
 
@@ -192,25 +232,15 @@ class HostGuard:
         if host:
             host_config["Binds"] = ["/:/host:ro"]
         config: dict[str, Any] = {
-            "Image": self.image,
+            "Image": await self._pinned(),
             "Entrypoint": cmd[:1],
             "Cmd": cmd[1:],
             "User": "0:0",
             "Labels": {LABEL_INSTANCE: self._rt.instance, LABEL_GUARD: "1"},
             "HostConfig": host_config,
         }
-        try:
-            with engine("network guard"):
-                container = await self._rt.docker.containers.create(config)
-        except SandboxStateError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, aiodocker.DockerError) and cause.status == 404:
-                raise RuntimeUnavailable(
-                    f"network access needs the guard image {self.image!r}, which the engine does "
-                    "not have (`sandlot images build-offline`, or set SANDLOT_NETWORK_GUARD_IMAGE "
-                    "to an image with busybox's `ip`)"
-                ) from exc
-            raise
+        with engine("network guard"):
+            container = await self._rt.docker.containers.create(config)
         try:
             async with asyncio.timeout(_GUARD_SECONDS):
                 with engine("network guard"):
@@ -223,3 +253,21 @@ class HostGuard:
             with contextlib.suppress(SandboxStateError), engine("network guard"):
                 await container.delete(force=True)
         return code, out
+
+    async def _pinned(self) -> str:
+        """The guard image's id: looked up by name once, then run by id."""
+        if self._image_id is None:
+            try:
+                with engine("network guard image"):
+                    found = await self._rt.docker.images.inspect(self.image)
+            except SandboxStateError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, aiodocker.DockerError) and cause.status == 404:
+                    raise RuntimeUnavailable(
+                        f"network access needs the guard image {self.image!r}, which the engine does "
+                        "not have (`sandlot images build-offline`, or set SANDLOT_NETWORK_GUARD_IMAGE "
+                        "to an image with busybox's `ip`)"
+                    ) from exc
+                raise
+            self._image_id = str(found["Id"])
+        return self._image_id
