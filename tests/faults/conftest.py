@@ -33,6 +33,7 @@ CLEAR = {
     "store_unavailable",
     "disk_full",
     "conflict",
+    "session_ended",
     "not_found",
 }
 

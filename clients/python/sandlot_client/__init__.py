@@ -28,6 +28,7 @@ from sandlot_client.errors import (
     RuntimeUnavailable,
     SandboxStateError,
     SandlotError,
+    SessionEnded,
     TransportError,
 )
 from sandlot_client.sync import Process, Pty, Sandlot, Session
@@ -54,6 +55,7 @@ __all__ = [
     "Sandlot",
     "SandlotError",
     "Session",
+    "SessionEnded",
     "TransportError",
     "output_bytes",
 ]

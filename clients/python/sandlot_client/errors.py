@@ -17,6 +17,7 @@ __all__ = [
     "RuntimeUnavailable",
     "SandboxStateError",
     "SandlotError",
+    "SessionEnded",
     "TransportError",
     "from_problem",
 ]
@@ -62,6 +63,24 @@ class NotFound(SandlotError):
 
 class Conflict(SandlotError):
     """409: not in a usable state (e.g. a suspended session), or another command is running."""
+
+
+class SessionEnded(Conflict):
+    """409: the session has ended, before the call or while its command ran (the end cut the
+    command short: ``exit_code``, ``stdout`` and ``stderr`` say what it had done)."""
+
+    @property
+    def exit_code(self) -> int | None:
+        found = self.body.get("exit_code")
+        return found if isinstance(found, int) else None
+
+    @property
+    def stdout(self) -> str:
+        return str(self.body.get("stdout") or "")
+
+    @property
+    def stderr(self) -> str:
+        return str(self.body.get("stderr") or "")
 
 
 class PayloadTooLarge(SandlotError):
@@ -115,6 +134,7 @@ _BY_CODE: dict[str, type[SandlotError]] = {
     "not_permitted": NotPermitted,
     "not_found": NotFound,
     "conflict": Conflict,
+    "session_ended": SessionEnded,
     "illegal_transition": Conflict,
     "payload_too_large": PayloadTooLarge,
     "quota_exceeded": QuotaExceeded,

@@ -31,6 +31,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "image_not_found": 422,
     "not_found": 404,
     "conflict": 409,
+    "session_ended": 409,
     "illegal_transition": 409,
     "quota_exceeded": 429,
     "rate_limited": 429,

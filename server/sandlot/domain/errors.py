@@ -24,6 +24,7 @@ __all__ = [
     "RuntimeUnavailable",
     "SandboxStateError",
     "SandlotError",
+    "SessionEnded",
 ]
 
 
@@ -72,6 +73,13 @@ class Conflict(SandlotError):
     """The object is not in a state that allows the operation."""
 
     code = "conflict"
+
+
+class SessionEnded(Conflict):
+    """The session has ended: a call on it, or a command its end cut short (the answer then
+    carries what the command had printed)."""
+
+    code = "session_ended"
 
 
 class Busy(Conflict, TimeoutError):

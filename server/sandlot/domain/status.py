@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from sandlot.domain.errors import Conflict
+from sandlot.domain.errors import Conflict, SessionEnded
 
 __all__ = [
     "SESSION_ACTIVE",
@@ -19,6 +19,7 @@ __all__ = [
     "TRANSITIONS",
     "IllegalTransition",
     "SandboxStatus",
+    "session_unusable",
     "transition",
 ]
 
@@ -26,6 +27,14 @@ __all__ = [
 SESSION_ACTIVE = "active"
 SESSION_SUSPENDED = "suspended"
 SESSION_ENDED = "ended"
+
+
+def session_unusable(session_id: str, status: str) -> Conflict:
+    """409 for a session that is not active: :class:`SessionEnded` once it has ended (for
+    good), a plain conflict while it is suspended (a resume makes it usable)."""
+    if status == SESSION_ENDED:
+        return SessionEnded(f"session {session_id} has ended", status=status)
+    return Conflict(f"session {session_id} is {status}", status=status)
 
 
 class SandboxStatus(StrEnum):

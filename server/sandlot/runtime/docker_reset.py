@@ -14,6 +14,7 @@ is the exception.
 from __future__ import annotations
 
 import asyncio
+import shlex
 from typing import TYPE_CHECKING
 
 from sandlot.domain.errors import SandboxStateError
@@ -58,10 +59,6 @@ RESET_THEN_SHELL = (
 _RESET_SECONDS = 60.0
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
 def restore_env(env: list[str]) -> str:
     """Shell code that gives the variables our programs run with (the helper PATH, none of
     HELPER_UNSET) the values they have in the container's own environment (``NAME=value``
@@ -69,7 +66,7 @@ def restore_env(env: list[str]) -> str:
     own = dict(entry.partition("=")[::2] for entry in env)
     names = ("PATH", *HELPER_UNSET)
     return "; ".join(
-        f"export {name}={_quote(own[name])}" if name in own else f"unset {name}" for name in names
+        f"export {name}={shlex.quote(own[name])}" if name in own else f"unset {name}" for name in names
     )
 
 

@@ -16,6 +16,8 @@ waits behind a one-shot; one-shots at once beyond the first, input given as a st
 
 from __future__ import annotations
 
+import shlex
+
 from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit, SandboxRuntime
 from sandlot.runtime.limits import worth_a_look
 from sandlot.runtime.scripts import KILL_SESSION
@@ -25,10 +27,6 @@ from sandlot.runtime.shell_boot import ONE_SHOT
 __all__ = ["oneshot"]
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
 async def oneshot(runtime: SandboxRuntime, shell: PersistentShell, request: ExecRequest) -> ExecResult | None:
     """Run ``request`` from ``shell`` (a session's launcher); None when it cannot run there now
     (the caller runs it with ``runtime.exec``)."""
@@ -36,7 +34,7 @@ async def oneshot(runtime: SandboxRuntime, shell: PersistentShell, request: Exec
     if request.user is not None or not (stdin is None or isinstance(stdin, bytes)):
         return None
     request.validate()
-    exports = "\n".join(f"export {name}={_quote(value)}" for name, value in request.env.items())
+    exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in request.env.items())
     where = f"{runtime.state_dir(shell.ref)}/x"
     res = await shell.program(
         ONE_SHOT,
@@ -47,6 +45,7 @@ async def oneshot(runtime: SandboxRuntime, shell: PersistentShell, request: Exec
         wait=0,
         own_env=True,
         open_first=True,
+        once=True,
     )
     if res is None:
         return None

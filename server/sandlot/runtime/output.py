@@ -66,6 +66,11 @@ class Framed:
         head, found, _ = self.after.partition(b"\n")
         return head if found else None
 
+    def so_far(self) -> bytes:
+        """What came before the end marker, when the stream ended without it (held back bytes
+        that might have begun the marker included)."""
+        return self.buf.getvalue() + self._pending
+
     def feed(self, data: bytes) -> None:
         if self.done:
             if b"\n" not in self.after:

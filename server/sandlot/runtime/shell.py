@@ -17,9 +17,8 @@ A reader task moves the attached stream's chunks into a queue; the command loop 
 queue with a deadline, so a timeout never cancels a read half-way through a frame.
 
 The same shell is the sandbox's channel for the service's own programs (:meth:`program`: file
-reads and writes, process bookkeeping, checks): while no session command runs in it, one runs
-in a subshell with the helper PATH and none of the session's state, its input (if any) sent
-raw once the shell asks for it, in about a millisecond where a ``docker exec`` costs fifty.
+reads and writes, process bookkeeping, checks): between session commands, each in a subshell
+with the helper PATH and none of the session's state, its input sent raw once the shell asks.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,29 +37,24 @@ from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import current_traceparent
 from sandlot.runtime.base import ExecResult, ProcessStream, SandboxRuntime
 from sandlot.runtime.channels import INLINE_MAX
-from sandlot.runtime.output import Framed
+from sandlot.runtime.output import Framed, decode_output
 from sandlot.runtime.shell_boot import BIND, BOOT, SPOOL_FAILED
 
 __all__ = ["PersistentShell", "ShellResult", "shell_state_dir"]
 
 log = logging.getLogger(__name__)
 
-#: How long a program waits for another of the service's to leave the shell before the caller
-#: runs it another way.
+#: How long a program waits for the shell to be free before the caller runs it another way.
 _IDLE_WAIT = 1.0
 
 _EOF = object()
+_LOST = "the persistent shell ended (the sandbox may have died)"
 
 
 def shell_state_dir(runtime: SandboxRuntime, ref: str, session_id: str) -> str:
     """Where a session's shell keeps its state in the sandbox; ``env`` in it holds the saved
     cwd and exports (what a snapshot carries as the shell state)."""
     return f"{runtime.state_dir(ref)}/shell/{session_id}"
-
-
-def _quote(text: str) -> str:
-    """Single-quote ``text`` for sh (exact for every character but NUL)."""
-    return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
 @dataclass(slots=True)
@@ -156,6 +151,7 @@ class PersistentShell:
         wait: float = _IDLE_WAIT,
         own_env: bool = False,
         open_first: bool = False,
+        once: bool = False,
     ) -> ExecResult | None:
         """Run a program of the service's (``sh -c script sh args...``) in this shell, as the
         sandbox user, with the helper PATH (``own_env``: the sandbox's own environment, for a
@@ -165,7 +161,8 @@ class PersistentShell:
         session's command runs or waits in it, another program keeps it busy longer than
         ``wait``, or it cannot take the input (no ``head``, or no room on the state tmpfs);
         the caller runs it elsewhere. A program still running at ``timeout`` is killed
-        (``timed_out``), the shell lives on."""
+        (``timed_out``), the shell lives on. ``once``: a shell lost once it was sent raises
+        ``SandboxStateError`` (it may have run: a tenant's one-shot must never run twice)."""
         if self.ended or self._commands or (self._stream is None and not open_first):
             return None
         if stdin is not None and len(stdin) > INLINE_MAX:
@@ -177,6 +174,7 @@ class PersistentShell:
                 await self._lock.acquire()
         except TimeoutError:
             return None
+        line = None  # once made, it is sent: the program may run
         try:
             if self._commands or self.broken:
                 return None
@@ -188,18 +186,15 @@ class PersistentShell:
             res = await self._run(line, timeout, None, output_limit, payload=stdin)
         except SandboxStateError:
             self.broken = True
+            if once and line is not None:
+                raise
             return None  # the shell is lost; the caller's own process finds out about the sandbox
         finally:
             self._lock.release()
         if res.exit_code == 125 and res.stderr.endswith(SPOOL_FAILED + b"\n"):
             return None  # its input or its pipes could not be put down (the state tmpfs is full)
         return ExecResult(
-            exit_code=res.exit_code,
-            stdout=res.stdout,
-            stderr=res.stderr,
-            duration_ms=res.duration_ms,
-            timed_out=res.timed_out,
-            truncated=res.truncated,
+            res.exit_code, res.stdout, res.stderr, res.duration_ms, res.timed_out, res.truncated
         )
 
     def _program_line(
@@ -207,7 +202,7 @@ class PersistentShell:
     ) -> Callable[[str], bytes]:
         spool = f"{self._runtime.state_dir(self.ref)}/in" if stdin is not None else ""
         count = str(len(stdin)) if stdin is not None else ""
-        words = " ".join(_quote(a) for a in (spool, count, mode, script, *args))
+        words = " ".join(shlex.quote(a) for a in (spool, count, mode, script, *args))
         return lambda token: f"__sl_do {token} {words}\n".encode()
 
     async def _pump_chunks(self, stream: ProcessStream) -> None:
@@ -294,10 +289,10 @@ class PersistentShell:
             self._commands -= 1
 
     def _command_line(self, command: str, traceparent: str) -> Callable[[str], bytes]:
-        words = f"{_quote(command)} {_quote(traceparent)}"
+        words = f"{shlex.quote(command)} {shlex.quote(traceparent)}"
         bind = ""
         if not self._bound:
-            bind = BIND % _quote(self.state_dir)
+            bind = BIND % shlex.quote(self.state_dir)
             self._bound = True
         return lambda token: f"{bind}__sl_run {token} {words}\n".encode()
 
@@ -332,8 +327,8 @@ class PersistentShell:
             else:
                 wait = killed_at + 5 - now
             chunk = await self._next(wait)
-            if chunk is None:
-                raise SandboxStateError("the persistent shell ended (the sandbox may have died)")
+            if chunk is None:  # with what the command had printed
+                raise SandboxStateError(_LOST, **decode_output(out.so_far(), err.so_far()))
             if chunk is False:
                 if killed_at is not None:
                     raise SandboxStateError("the shell did not recover after killing a command")
@@ -371,7 +366,7 @@ class PersistentShell:
         while not asked.startswith(go):
             chunk = await self._next(deadline - time.monotonic())
             if chunk is None:
-                raise SandboxStateError("the persistent shell ended (the sandbox may have died)")
+                raise SandboxStateError(_LOST)
             if chunk is False:
                 return
             assert not isinstance(chunk, bool)

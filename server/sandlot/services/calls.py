@@ -21,9 +21,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sandlot.domain.errors import Conflict, InvalidInput, NotFound, SandboxStateError, SandlotError
+from sandlot.domain.errors import (
+    Conflict,
+    InvalidInput,
+    NotFound,
+    SandboxStateError,
+    SandlotError,
+    SessionEnded,
+)
 from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
+from sandlot.domain.status import SESSION_ENDED as ENDED
 from sandlot.domain.status import SandboxStatus as S
+from sandlot.domain.status import session_unusable
 from sandlot.features.base import ActivityArgs, ActivitySpec, SessionContext, Upload
 from sandlot.observability.metrics import Metrics
 from sandlot.observability.tracing import span
@@ -50,6 +59,16 @@ def _parse(spec: ActivitySpec, args: Mapping[str, Any]) -> ActivityArgs:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "args"
         raise InvalidInput(f"{field}: {first['msg']}", field=field) from exc
+
+
+_PRINTED = ("stdout", "stderr", "encoding", "truncated")
+
+
+def _signalled(result: Any) -> int | None:
+    """The exit code of a command result that a signal ended (128 + n as a shell reports it,
+    or -n): perhaps its session's end, which kills every process of the session."""
+    code = result.get("exit_code") if isinstance(result, dict) else None
+    return code if isinstance(code, int) and (code >= 128 or code < 0) else None
 
 
 def _check_upload(spec: ActivitySpec, name: str, args: Mapping[str, Any], upload: Upload | None) -> None:
@@ -109,7 +128,7 @@ class ActivityCalls:
         session_id = sess.id  # the service's id (the caller may have used its own)
         env = await self._environments.cached(None, sess.environment_id)
         if sess.status != ACTIVE:
-            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+            raise session_unusable(session_id, sess.status)
         if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
             await self._end(session_id, "sandbox lost")
             raise SandboxStateError(f"the sandbox of session {session_id} is gone; start a new session")
@@ -160,6 +179,8 @@ class ActivityCalls:
         try:
             with activity_span:
                 result = await invoke(dataclasses.replace(self._context(sess, box), **extra))
+            if (code := _signalled(result)) is not None:
+                await self._still_active(sess.id, code, result)
             self._hot[sess.id] = (sess, box)
             return result
         except SandlotError as exc:
@@ -178,14 +199,38 @@ class ActivityCalls:
             if record.error_code is not None:
                 self._metrics.activity_errors.labels(record.feature, record.name, record.error_code).inc()
 
+    async def _still_active(self, session_id: str, code: int, result: Mapping[str, Any]) -> None:
+        """A command a signal ended: when its session ended meanwhile (elsewhere: a client's
+        end, its ttl), the end cut it short, and the answer says so with what it printed,
+        never as an ordinary result. Asked of the store only for such commands."""
+        fresh = await self._reload(session_id)
+        if fresh.status != ACTIVE:
+            raise self._cut_short(session_id, fresh.status, result, exit_code=code)
+
+    def _cut_short(self, session_id: str, status: str, printed: Mapping[str, Any], **more: Any) -> Conflict:
+        """The answer for a call its session's end (or suspend) overtook: 409, ``session_ended``
+        with what the command had printed where that is known (a one-shot from the session's
+        launcher gives its output only at its end)."""
+        self._hot.pop(session_id, None)
+        if status != ENDED:
+            return session_unusable(session_id, status)
+        known = printed.get("stdout") or printed.get("stderr")
+        output = {k: v for k, v in printed.items() if known and k in _PRINTED}
+        return SessionEnded(
+            f"session {session_id} ended while the call ran: its end cut the call short",
+            status=status,
+            **output,
+            **more,
+        )
+
     async def _sandbox_broke(self, sess: Session, box: Sandbox, exc: SandboxStateError) -> None:
         """The sandbox failed during the activity: when the session was ended elsewhere (its
-        reset killed our shell) the client gets 409 for the ended session; otherwise the
-        sandbox is lost and the session ends."""
+        end retired our shells and its reset killed its processes) the client gets 409 for
+        the ended session; otherwise the sandbox is lost and the session ends."""
         session_id = sess.id
         self._hot.pop(session_id, None)
         fresh = await self._reload(session_id)
-        if fresh.status != ACTIVE:  # ended elsewhere: its reset killed our shell
+        if fresh.status != ACTIVE:
             await self._shells.close(session_id)
-            raise Conflict(f"session {session_id} is {fresh.status}", status=fresh.status) from exc
+            raise self._cut_short(session_id, fresh.status, exc.extra) from exc
         await self._sandbox_lost(sess, box, exc)

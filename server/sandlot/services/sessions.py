@@ -20,6 +20,7 @@ from sandlot.domain.errors import Conflict, SandboxStateError
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
 from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED, SESSION_SUSPENDED, SandboxStatus
+from sandlot.domain.status import session_unusable as unusable
 from sandlot.features.base import Feature, SessionContext, Upload
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.tracing import span, traced
@@ -199,14 +200,13 @@ class SessionService:
             return await self._repo(session, principal).get(session_id)
 
     async def sandbox_of(self, principal: Principal, session_id: str) -> tuple[Session, Sandbox]:
-        """An active session of the caller and the sandbox it holds (409 when the session is
-        not active; ``SandboxStateError`` when its sandbox is gone)."""
+        """The caller's active session and its sandbox (409 if not active, 502 if it is gone)."""
         principal.require(Scope.SANDBOXES_WRITE)
         async with self._reads() as session:
             sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
         self._shells.seen(session_id, sess.status)
         if sess.status != ACTIVE:
-            raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+            raise unusable(session_id, sess.status)
         if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
             raise SandboxStateError(f"the sandbox of session {session_id} is gone; start a new session")
         return sess, box
@@ -390,7 +390,7 @@ class SessionService:
         await self._shells.close(sess.id, unpark=False)
         if await self._finish(sess.id, f"sandbox lost: {exc}"[:500], active_only=True) is None:
             fresh = await self._reload(sess.id)
-            raise Conflict(f"session {sess.id} is {fresh.status}", status=fresh.status) from exc
+            raise unusable(sess.id, fresh.status) from exc
         await self._sandboxes.shutdown(box.id, f"broken during session {sess.id}: {exc}"[:500])
 
     async def activities(

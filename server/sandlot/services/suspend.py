@@ -22,6 +22,7 @@ from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
 from sandlot.domain.status import SESSION_ENDED as ENDED
 from sandlot.domain.status import SESSION_SUSPENDED as SUSPENDED
 from sandlot.domain.status import SandboxStatus as S
+from sandlot.domain.status import session_unusable
 from sandlot.features.base import SessionContext
 from sandlot.observability.tracing import span
 from sandlot.runtime.shells import ShellManager
@@ -85,7 +86,7 @@ class SuspendResume:
             async with self._reads() as session:
                 sess, box = await SessionRepository(session, None).get_with_sandbox(session_id)
             if sess.status != ACTIVE or box is None or box.runtime_ref is None:
-                raise Conflict(f"session {session_id} is {sess.status}", status=sess.status)
+                raise session_unusable(session_id, sess.status)
             tenant, sandbox = sess.tenant_id, box.id
             with span("session.suspend", tenant=tenant, session=session_id, sandbox=sandbox, reason=reason):
                 snap = await self.snapshots.take(sess, box, "suspend")
@@ -128,7 +129,7 @@ class SuspendResume:
         box_ref = await self._ref_of(session_id)
         if box_ref is not None:
             await self._sandboxes.runtime.unpause(box_ref, stopped)
-        raise Conflict(f"session {session_id} is {row.status}", status=row.status)
+        raise session_unusable(session_id, row.status)
 
     async def _ref_of(self, session_id: str) -> str | None:
         async with self._reads() as session:
@@ -167,7 +168,7 @@ class SuspendResume:
         async with self._sessions.begin() as session:
             row = await SessionRepository(session, None).get(session_id, lock=True)
             if row.status == ENDED:
-                raise Conflict(f"session {session_id} has ended", status=ENDED)
+                raise session_unusable(session_id, ENDED)
             row.status = ACTIVE
             row.end_reason = ""
             row.sandbox_id = sandbox_id

@@ -9,6 +9,7 @@ import base64
 import gzip
 import io
 import tarfile
+import time
 from pathlib import Path
 
 import httpx
@@ -88,6 +89,66 @@ async def test_execs_run_at_once_beside_the_persistent_shell(live_server: str, a
         results = await asyncio.gather(shell, *execs)
     assert [r.status_code for r in results] == [200] * 5, [r.text for r in results]
     assert [r.json()["stdout"] for r in results] == ["5\n"] * 5
+
+
+async def test_a_one_shot_its_sessions_end_cut_short_answers_so_and_runs_once(
+    live_server: str, api: Api
+) -> None:
+    """#28.2: a one-shot in flight when its session ended answered 200 (exit 137, or timed out
+    after its whole timeout), as if it had run its course. It answers 409 ``session_ended`` at
+    once, and the command never runs again in the sandbox its session handed back."""
+    env = await api.env(pool_size=[1, 1])
+    async with httpx.AsyncClient(base_url=live_server, headers=api.h, timeout=60) as http:
+        sid = (await http.post("/v1/sessions", json={"environment": env["name"]})).json()["id"]
+        path = f"/v1/sessions/{sid}/features/shell"
+        argv = ["sh", "-c", "echo begun; echo >> /workspace/.begun; sleep 60"]
+        running = asyncio.ensure_future(http.post(f"{path}/exec", json={"argv": argv, "timeout": 20}))
+        for _ in range(200):  # until it runs
+            probe = await http.post(f"{path}/run", json={"command": "cat /workspace/.begun 2>/dev/null"})
+            if probe.json()["stdout"]:
+                break
+            await asyncio.sleep(0.05)
+        assert (await http.delete(f"/v1/sessions/{sid}")).status_code == 204
+        began = time.monotonic()
+        resp = await asyncio.wait_for(running, 30)
+        assert time.monotonic() - began < 10, resp.text  # not its whole timeout
+        assert resp.status_code == 409, resp.text
+        assert resp.json()["code"] == "session_ended", resp.text
+        later = await http.post(f"{path}/run", json={"command": "true"})
+        assert later.status_code == 409 and later.json()["code"] == "session_ended", later.text
+        # the next session gets the sandbox back: the command did not run there again
+        nxt = (await http.post("/v1/sessions", json={"environment": env["name"]})).json()["id"]
+        await asyncio.sleep(1)
+        seen = await http.post(
+            f"/v1/sessions/{nxt}/features/shell/run",
+            json={"command": "ls -a /workspace; ps -o args | grep -c '[s]leep 60'"},
+        )
+        assert seen.json()["stdout"] == ".\n..\n0\n", seen.text
+
+
+async def test_a_shell_command_its_sessions_end_cut_short_answers_so_with_its_output(
+    live_server: str, api: Api
+) -> None:
+    """The same through the session's persistent shell: 409 ``session_ended`` with what the
+    command had printed (it answered 502 ``sandbox_state_error`` only by luck of timing: a
+    ``conflict`` when the end had been stored first)."""
+    env = await api.env(pool_size=0)
+    async with httpx.AsyncClient(base_url=live_server, headers=api.h, timeout=60) as http:
+        sid = (await http.post("/v1/sessions", json={"environment": env["name"]})).json()["id"]
+        path = f"/v1/sessions/{sid}/features/shell"
+        command = "echo begun; echo > /workspace/.begun; sleep 60"
+        running = asyncio.ensure_future(http.post(f"{path}/run", json={"command": command, "timeout": 20}))
+        for _ in range(200):  # until it runs
+            probe = await http.post(f"{path}/exec", json={"argv": ["cat", "/workspace/.begun"]})
+            if probe.json()["exit_code"] == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert (await http.delete(f"/v1/sessions/{sid}")).status_code == 204
+        resp = await asyncio.wait_for(running, 30)
+    assert resp.status_code == 409, resp.text
+    body = resp.json()
+    assert (body["code"], body["resource_status"]) == ("session_ended", "ended"), body
+    assert body.get("stdout") == "begun\n", resp.text  # what it had printed
 
 
 @pytest.mark.parametrize(
