@@ -18,6 +18,7 @@ import pytest
 from agents import RunConfig, Runner, set_tracing_disabled
 from agents.sandbox import SandboxAgent, SandboxRunConfig
 from agents.sandbox.errors import InvalidManifestPathError, WorkspaceReadNotFoundError
+from agents.sandbox.manifest import Manifest
 from agents.testing import ScriptedModel, assistant_message, function_call
 from openai.types.responses import ResponseCustomToolCall
 
@@ -82,7 +83,7 @@ async def agent_turn(sandlot: AsyncSandlot) -> tuple[dict[str, object], str]:
     client = SandlotSandboxClient(sandlot=sandlot)
     model = scripted_turn()
     agent = SandboxAgent(name="writer", instructions="Keep notes.", model=model)
-    session = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    session = await client.create(options=SandlotSandboxClientOptions(environment=env, pause_on_exit=True))
     async with session:
         result = await Runner.run(
             agent,
@@ -93,8 +94,44 @@ async def agent_turn(sandlot: AsyncSandlot) -> tuple[dict[str, object], str]:
         model.assert_complete()
         state = json.loads(json.dumps(client.serialize_session_state(session.state)))
     tool_output = json.dumps(model.calls[2].input)
-    assert inner(session).remote.status == "suspended"  # closing suspended it: nothing lost
+    assert inner(session).remote.status == "suspended"  # closing paused it: nothing lost
     return state, tool_output
+
+
+async def test_sessions_left_without_delete_end_on_exit_and_never_pin_their_pool(
+    sandlot: AsyncSandlot,
+) -> None:
+    """#28.4: leaving ``async with session:`` suspended the Sandlot session, whose frozen sandbox
+    stayed out of its pool: four sessions left so pinned a [1, 4] pool and the fifth start failed
+    after ~20 s of retries. Closing ends it by default (``pause_on_exit`` to suspend), as the
+    SDK's E2B provider does: eight used and left without ``delete``, the ninth starts."""
+    env = f"agents-{secrets.token_hex(3)}"
+    await sandlot.create_environment(env, ["sandlot/busybox:latest"], pool_size=[1, 4])
+    client = SandlotSandboxClient(sandlot=sandlot)
+    for _ in range(8):
+        session = await client.create(options=SandlotSandboxClientOptions(environment=env))
+        async with session:
+            assert (await session.exec("echo", "hi", shell=False)).stdout == b"hi\n"
+        assert inner(session).remote.status == "ended"
+    ninth = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    async with ninth:
+        assert await ninth.running()
+
+
+async def test_a_session_whose_start_failed_is_ended_at_once(sandlot: AsyncSandlot) -> None:
+    """#28.4: a failed start (here its workspace root cannot be made) left the Sandlot session
+    active until its idle timeout: ``async with`` gives a failed entry no exit."""
+    env = f"agents-{secrets.token_hex(3)}"
+    await sandlot.create_environment(env, ["sandlot/busybox:latest"], pool_size=0)
+    client = SandlotSandboxClient(sandlot=sandlot)
+    session = await client.create(
+        manifest=Manifest(root="/proc/sandlot-nowhere"), options=SandlotSandboxClientOptions(environment=env)
+    )
+    with pytest.raises(Exception, match=r"(?i)workspace|root|proc"):
+        async with session:
+            pass
+    await inner(session).remote.refresh()
+    assert inner(session).remote.status == "ended"
 
 
 async def test_an_agent_turn_runs_in_sandlot_and_resumes_by_reattaching(

@@ -5,7 +5,7 @@
     from sandlot_client.openai_agents import SandlotSandboxClient, SandlotSandboxClientOptions
 
     client = SandlotSandboxClient("http://127.0.0.1:8480", api_key)
-    session = await client.create(options=SandlotSandboxClientOptions(environment="py"))
+    session = await client.create(options=SandlotSandboxClientOptions(environment="py", pause_on_exit=True))
     async with session:
         await Runner.run(agent, "...", run_config=RunConfig(sandbox=SandboxRunConfig(session=session)))
         state = client.serialize_session_state(session.state)   # JSON: keep it anywhere
@@ -22,12 +22,14 @@ offset after a lost connection, so the model sees every byte once; the processes
 when the session stops or closes (see :mod:`sandlot_client._agents_pty`). ``read``/``write``
 use the workspace file activities,
 ``persist_workspace``/``hydrate_workspace`` move the workspace as a tar. Closing the session
-*suspends* the Sandlot session (a server-side snapshot, then the sandbox is frozen), so
-``resume`` reattaches to the same sandbox when it is still there; when it is not, the service
-hydrates a replacement from that snapshot; when the Sandlot session has ended, a new one starts
-from its last snapshot. Only if Sandlot holds no snapshot at all does the SDK restore the
-workspace from its own snapshot (``state.snapshot``) through ``hydrate_workspace``.
-``client.delete`` ends the Sandlot session. Install with ``pip install 'sandlot-client[agents]'``.
+*ends* the Sandlot session (its sandbox is reset and goes back to the pool), as the SDK's E2B
+and Runloop providers do; with ``pause_on_exit=True`` it *suspends* it instead (a server-side
+snapshot, then the sandbox is frozen), so ``resume`` reattaches to the same sandbox when it is
+still there; when it is not, the service hydrates a replacement from that snapshot; when the
+Sandlot session has ended, a new one starts from its last snapshot. Only if Sandlot holds no
+snapshot at all does the SDK restore the workspace from its own snapshot (``state.snapshot``)
+through ``hydrate_workspace``. ``client.delete`` ends the Sandlot session. Install with
+``pip install 'sandlot-client[agents]'``.
 """
 
 from __future__ import annotations
@@ -77,16 +79,23 @@ MAX_EXEC_TIMEOUT = 3600.0  # the service's bound
 
 class SandlotSandboxClientOptions(BaseSandboxClientOptions):
     """Where new sessions come from: a Sandlot environment (by name) and, optionally, one of
-    its images (default: the environment's first)."""
+    its images (default: the environment's first). ``pause_on_exit``: closing a session
+    suspends its Sandlot session, to be resumed, where by default it ends it."""
 
     type: Literal["sandlot"] = "sandlot"
     environment: str
     image: str | None = None
+    pause_on_exit: bool = False
 
     def __init__(
-        self, environment: str, image: str | None = None, *, type: Literal["sandlot"] = "sandlot"
+        self,
+        environment: str,
+        image: str | None = None,
+        *,
+        pause_on_exit: bool = False,
+        type: Literal["sandlot"] = "sandlot",
     ) -> None:
-        super().__init__(type=type, environment=environment, image=image)
+        super().__init__(type=type, environment=environment, image=image, pause_on_exit=pause_on_exit)
 
 
 class SandlotSandboxSessionState(SandboxSessionState):
@@ -97,6 +106,7 @@ class SandlotSandboxSessionState(SandboxSessionState):
     image: str | None = None
     sandlot_session_id: str
     sandbox_id: str | None = None
+    pause_on_exit: bool = False
 
 
 class SandlotSandboxSession(BaseSandboxSession):
@@ -209,12 +219,25 @@ class SandlotSandboxSession(BaseSandboxSession):
         except SandlotError as exc:
             raise WorkspaceArchiveWriteError(path=root, cause=exc) from exc
 
+    async def _after_start_failed(self) -> None:
+        """A session whose start failed (its workspace could not be set up) is ended at once,
+        never left active until its idle timeout: ``async with`` gives no exit to a failed
+        entry. Best effort: the start's own error is what the caller sees."""
+        with contextlib.suppress(SandlotError):
+            await self._remote.end()
+
     async def _shutdown_backend(self) -> None:
-        """Suspend (snapshot, then freeze) so that a later ``resume`` finds everything."""
+        """End the Sandlot session (its sandbox goes back to the pool), or with
+        ``pause_on_exit`` suspend it (snapshot, then freeze) so that a later ``resume`` finds
+        everything. A suspended session's sandbox stays out of its pool until it is resumed or
+        ended: sessions left suspended fill a pool."""
         if self._remote.status != "active":
             return
         with contextlib.suppress(Conflict, NotFound):  # already suspended or ended elsewhere
-            await self._remote.suspend()
+            if self.state.pause_on_exit:
+                await self._remote.suspend()
+            else:
+                await self._remote.end()
 
 
 def _without(archive: bytes, skip: set[Path]) -> bytes:
@@ -296,6 +319,7 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
             environment=options.environment,
             image=options.image,
             sandlot_session_id=remote.id,
+            pause_on_exit=options.pause_on_exit,
         )
         inner = self._session(remote, state)
         inner.resumed_how = "fresh"
