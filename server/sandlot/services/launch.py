@@ -20,13 +20,14 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import InvalidInput, NoCapacity, NotFound
+from sandlot.domain.errors import InvalidInput, NoCapacity, NotFound, QuotaExceeded
 from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
 from sandlot.domain.status import SandboxStatus as S
 from sandlot.features.base import SessionContext
 from sandlot.runtime.bridge import one_chunk
 from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.pool_room import give_way
 from sandlot.services.pools import PoolService
 from sandlot.services.quotas import check_sessions, refuse_sessions
 from sandlot.services.sandboxes import SandboxService
@@ -162,16 +163,20 @@ class SessionLauncher:
         """A sandbox created for the session; or, when the pool is full only because members
         are still on their way to ready (a refill, a reset), the first of them that is, claimed
         as the warm path does, rather than a 503 (at most ``_COMING_WAIT`` s, then the pool's
-        own 503). Returns it and whether it came from the pool."""
+        own 503). A quota the tenant's own idle pool members hold makes room first (see
+        :mod:`sandlot.services.pool_room`). Returns it and whether it came from the pool."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _COMING_WAIT
         while True:
             try:
                 return await self._enter(row, await self._pools.create_for(env, row.image, row.id)), False
+            except QuotaExceeded as exc:  # then, as below, a refill may have taken the room
+                if not await give_way(self._reads, self._sandboxes, exc, env.tenant_id):
+                    raise
             except NoCapacity:
                 if loop.time() > deadline or not await self._pools.coming(env, row.image):
                     raise
-            await asyncio.sleep(0.1)
+                await asyncio.sleep(0.1)
             box, _ = await self._pools.claim(env, row.image, row, f"session {row.id} started")
             if box is not None:
                 return box, True

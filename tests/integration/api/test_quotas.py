@@ -125,3 +125,42 @@ async def test_operators_change_quotas_and_tenants_read_their_usage(
         assert (await client.get(f"/v1/tenants/{tenant['id']}/usage", headers=bob)).status_code == 404
     finally:
         await client.delete(f"/v1/sandboxes/{made.json()['id']}", headers=alice)
+
+
+async def _ready_by_environment(api: Api) -> dict[str, int]:
+    rows = (await api.client.get("/v1/sandboxes", params={"status": "ready"}, headers=api.h)).json()
+    found: dict[str, int] = {}
+    for row in rows:
+        found[row["environment_id"]] = found.get(row["environment_id"], 0) + 1
+    return found
+
+
+async def test_a_start_its_own_idle_pools_crowd_out_takes_one_of_them_down_first(
+    client: AsyncTestClient, new_tenant: NewTenant
+) -> None:
+    """#28.5: idle warm members count against their tenant's quota, and an idle pool stays at
+    the size its busiest moment took it to: two pools full of idle members refused every start
+    elsewhere with 429, nothing in use. A start takes down the longest idle member held beyond
+    its pool's minimum first; none is taken below its minimum."""
+    api = Api(client, await new_tenant(max_cpus=4))
+    pools = [await api.env(pool_size=[1, 2]) for _ in range(2)]
+    for env in pools:  # each pool taken to its maximum, then left idle
+        sessions = [await api.session(env["name"]) for _ in range(2)]
+        for session in sessions:
+            await api.end(session["id"])
+    for _ in range(300):
+        if sorted((await _ready_by_environment(api)).values()) == [2, 2]:
+            break
+        await asyncio.sleep(0.1)
+    assert sorted((await _ready_by_environment(api)).values()) == [2, 2]  # 4 CPUs held, idle
+    elsewhere = await api.env(pool_size=0)
+    started = [await client.post("/v1/sessions", json={"environment": elsewhere["name"]}, headers=api.h)]
+    assert started[0].status_code == 201, started[0].text  # was 429: cpus
+    started.append(await client.post("/v1/sessions", json={"environment": elsewhere["name"]}, headers=api.h))
+    assert started[1].status_code == 201, started[1].text
+    ready = await _ready_by_environment(api)
+    assert [ready.get(env["id"]) for env in pools] == [1, 1]  # each pool at its minimum
+    third = await client.post("/v1/sessions", json={"environment": elsewhere["name"]}, headers=api.h)
+    _refused(third, "cpus", 4, 4)  # nothing beyond a minimum left to give way
+    for resp in started:
+        await api.end(resp.json()["id"])

@@ -168,6 +168,17 @@ class PoolRepository:
         )
         return (await self.session.execute(query)).first() is not None
 
+    async def idle_of_tenant(self, tenant_id: str) -> Sequence[Sandbox]:
+        """The tenant's ready pool sandboxes, the longest idle first."""
+        query = (
+            select(Sandbox)
+            .where(col(Sandbox.tenant_id) == tenant_id)
+            .where(col(Sandbox.environment_id).is_not(None))
+            .where(col(Sandbox.status) == SandboxStatus.READY.value)
+            .order_by(col(Sandbox.updated_at))
+        )
+        return (await self.session.scalars(query)).all()
+
     async def live(self, environment_id: str) -> Sequence[Sandbox]:
         query = (
             select(Sandbox)
