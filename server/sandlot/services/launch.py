@@ -17,6 +17,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -27,11 +28,12 @@ from sandlot.features.base import SessionContext
 from sandlot.runtime.bridge import one_chunk
 from sandlot.services.assets import AssetService
 from sandlot.services.environments import EnvironmentService
-from sandlot.services.pool_room import give_way
+from sandlot.services.pool_room import give_way, make_room
 from sandlot.services.pools import PoolService
 from sandlot.services.quotas import check_sessions, refuse_sessions
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
+from sandlot.store.leader import Exclusive
 from sandlot.store.repositories import SessionRepository
 from sandlot.store.tables import Asset, Environment, Sandbox, Session, Snapshot, new_id
 from sandlot.store.types import utcnow
@@ -98,6 +100,7 @@ class SessionLauncher:
         assets: AssetService,
         context: Callable[[Session, Sandbox], SessionContext],
         finish: Callable[[str, str], Awaitable[object]],
+        exclusive: Exclusive,
     ) -> None:
         self._sessions = sessions
         self._reads = reads  # autocommit: a read alone costs no BEGIN/ROLLBACK round trips
@@ -109,6 +112,7 @@ class SessionLauncher:
         self._transfers = snapshots.transfers
         self._context = context
         self._finish = finish
+        self._make_room = partial(make_room, reads, sandboxes, exclusive)
 
     def pick_image(self, env: Environment, image: str | None, feature: str | None) -> str:
         """The image asked for, else the first of ``env``'s images that ``feature`` applies to,
@@ -163,7 +167,8 @@ class SessionLauncher:
         """A sandbox created for the session; or, when the pool is full only because members
         are still on their way to ready (a refill, a reset), the first of them that is, claimed
         as the warm path does, rather than a 503 (at most ``_COMING_WAIT`` s, then the pool's
-        own 503). A quota the tenant's own idle pool members hold makes room first (see
+        own 503). A quota the tenant's own idle pool members hold makes room first, and so
+        does, in a full pool with none coming, a sandbox frozen under a suspended session (see
         :mod:`sandlot.services.pool_room`). Returns it and whether it came from the pool."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _COMING_WAIT
@@ -174,7 +179,10 @@ class SessionLauncher:
                 if not await give_way(self._reads, self._sandboxes, exc, env.tenant_id):
                     raise
             except NoCapacity:
-                if loop.time() > deadline or not await self._pools.coming(env, row.image):
+                coming = await self._pools.coming(env, row.image)
+                if not coming and await self._make_room(env, row.image):
+                    continue
+                if loop.time() > deadline or not coming:
                     raise
                 await asyncio.sleep(0.1)
             box, _ = await self._pools.claim(env, row.image, row, f"session {row.id} started")

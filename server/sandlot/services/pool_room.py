@@ -1,4 +1,5 @@
-"""Room in a tenant's quota made by its own idle pool sandboxes.
+"""Room made for a session start by what waits idle: a tenant's idle pool sandboxes, and a
+full pool's sandboxes frozen under suspended sessions.
 
 Idle warm members count against their tenant's quotas (sandboxes, memory, CPUs, disk): they
 hold what they will use. A tenant whose pools sit full of idle members (an idle pool stays at
@@ -6,21 +7,37 @@ the size its busiest moment took it to) had every start elsewhere refused with 4
 nothing of it was in use (#28). A start such a quota refuses takes one of those members down
 first, the longest idle of those its pool holds beyond its minimum, and tries again; a pool is
 never taken below its minimum (it would only be refilled, against the same quota).
+
+A suspended session keeps its frozen sandbox, counted in its pool's maximum, so sessions left
+suspended filled their pool and every start then failed (#28). A sandbox its full pool turns
+away (a start with nothing on its way to ready there, or a resume that hydrates, which cannot
+take a warm member as it is) takes room: an idle member of the pool first, else the frozen
+sandbox of the pool's session suspended the longest, shut down under that session's lock and
+only while it is still suspended; that session's resume hydrates a replacement from its
+suspend snapshot (taken before the session was marked suspended).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import QuotaExceeded
+from sandlot.domain.errors import Conflict, QuotaExceeded
 from sandlot.domain.pools import bounds_for
-from sandlot.domain.status import SandboxStatus
+from sandlot.domain.status import SESSION_SUSPENDED, SandboxStatus
 from sandlot.services.sandboxes import SandboxService
-from sandlot.store.repositories import EnvironmentRepository, PoolRepository
+from sandlot.store.leader import Exclusive, session_lock
+from sandlot.store.repositories import EnvironmentRepository, PoolRepository, SessionRepository
+from sandlot.store.tables import Environment, Sandbox
 
-__all__ = ["HELD_BY_SANDBOXES", "give_way"]
+__all__ = ["HELD_BY_SANDBOXES", "give_way", "make_room"]
+
+
+def _since(row: Sandbox) -> datetime:
+    return row.updated_at
+
 
 #: The quotas an idle sandbox holds a share of.
 HELD_BY_SANDBOXES = frozenset({"sandboxes", "memory_mb", "cpus", "disk_mb"})
@@ -46,4 +63,36 @@ async def give_way(
         if await sandboxes.shutdown(row.id, reason, only_if=SandboxStatus.READY):
             return True
         ready[(env.id, row.image)] -= 1  # claimed meanwhile: no longer idle
+    return False
+
+
+async def make_room(
+    reads: async_sessionmaker[AsyncSession],
+    sandboxes: SandboxService,
+    exclusive: Exclusive,
+    env: Environment,
+    image: str,
+) -> bool:
+    """Shut down an idle member of ``env``'s full pool of ``image``, else the frozen sandbox
+    of its session suspended the longest (see the module's docstring); False when there is
+    neither."""
+    async with reads() as session:
+        live = await PoolRepository(session).live(env.id)
+        held = await PoolRepository(session).frozen(env.id, image)
+    idle = sorted((r for r in live if r.image == image and r.status == SandboxStatus.READY.value), key=_since)
+    for row in idle:
+        if await sandboxes.shutdown(row.id, "made room in its full pool", only_if=SandboxStatus.READY):
+            return True
+    for sandbox_id, session_id in held:
+        try:
+            async with exclusive.hold(session_lock(session_id), wait=1.0):  # a resume under way wins
+                async with reads() as session:
+                    sess = await SessionRepository(session, None).get(session_id)
+                if sess.status != SESSION_SUSPENDED or sess.sandbox_id != sandbox_id:
+                    continue
+                reason = f"reclaimed for its full pool from suspended session {session_id}"
+                if await sandboxes.shutdown(sandbox_id, reason, only_if=SandboxStatus.IN_SESSION):
+                    return True
+        except Conflict:  # busy: that session is being resumed, ended or checkpointed
+            continue
     return False

@@ -13,8 +13,7 @@ from sandlot.domain.errors import DiskFull, InvalidInput, SandboxStateError
 from sandlot.runtime.base import ProcessStream
 from sandlot.services.accounts import Principal
 from sandlot.services.sessions import SessionService
-from sandlot.services.suspend import session_lock
-from sandlot.store.leader import Exclusive, Turns
+from sandlot.store.leader import Exclusive, Turns, session_lock
 from sandlot.store.tables import Sandbox, Session
 
 __all__ = ["StartGate", "StartTurns", "first_line", "number", "started_pid"]

@@ -19,8 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sandlot.domain.errors import Conflict, SandboxStateError
 from sandlot.domain.keys import Scope
 from sandlot.domain.paths import resolve_workspace_path
-from sandlot.domain.status import SESSION_ACTIVE, SESSION_ENDED, SESSION_SUSPENDED, SandboxStatus
-from sandlot.domain.status import session_unusable as unusable
+from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
+from sandlot.domain.status import SESSION_SUSPENDED as SUSPENDED
+from sandlot.domain.status import SandboxStatus as S
+from sandlot.domain.status import session_unusable
 from sandlot.features.base import Feature, SessionContext, Upload
 from sandlot.features.registry import FeatureRegistry
 from sandlot.observability.tracing import span, traced
@@ -36,20 +38,17 @@ from sandlot.services.launch import ManifestFile, SessionLauncher, check_client_
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
-from sandlot.services.suspend import SuspendResume, session_lock
+from sandlot.services.suspend import SuspendResume
 from sandlot.settings import Settings
-from sandlot.store.leader import Exclusive
+from sandlot.store.leader import Exclusive, session_lock
 from sandlot.store.repositories import EnvironmentRepository, SessionRepository
 from sandlot.store.tables import Activity, Environment, Sandbox, Session, Snapshot
 from sandlot.store.types import utcnow
 
-__all__ = ["ACTIVE", "ENDED", "SUSPENDED", "ManifestFile", "SessionService"]
+__all__ = ["ManifestFile", "SessionService"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-S = SandboxStatus
-ACTIVE, SUSPENDED, ENDED = SESSION_ACTIVE, SESSION_SUSPENDED, SESSION_ENDED
 
 
 def _started(started: tuple[Session, bool]) -> dict[str, Any]:
@@ -119,6 +118,7 @@ class SessionService:
             assets=self.assets,
             context=self._context,
             finish=self._finish,
+            exclusive=self._exclusive,
         )
         calls = ActivityCalls(
             environments=self._environments,
@@ -206,7 +206,7 @@ class SessionService:
             sess, box = await self._repo(session, principal).get_with_sandbox(session_id)
         self._shells.seen(session_id, sess.status)
         if sess.status != ACTIVE:
-            raise unusable(session_id, sess.status)
+            raise session_unusable(session_id, sess.status)
         if box is None or box.status != S.IN_SESSION.value or box.runtime_ref is None:
             raise SandboxStateError(f"the sandbox of session {session_id} is gone; start a new session")
         return sess, box
@@ -390,7 +390,7 @@ class SessionService:
         await self._shells.close(sess.id, unpark=False)
         if await self._finish(sess.id, f"sandbox lost: {exc}"[:500], active_only=True) is None:
             fresh = await self._reload(sess.id)
-            raise unusable(sess.id, fresh.status) from exc
+            raise session_unusable(sess.id, fresh.status) from exc
         await self._sandboxes.shutdown(box.id, f"broken during session {sess.id}: {exc}"[:500])
 
     async def activities(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from sandlot.domain.errors import Conflict, SandlotError
+from sandlot.domain.errors import Conflict, NoCapacity, SandlotError
 from sandlot.domain.status import SESSION_ACTIVE as ACTIVE
 from sandlot.domain.status import SESSION_ENDED as ENDED
 from sandlot.domain.status import SESSION_SUSPENDED as SUSPENDED
@@ -27,15 +27,16 @@ from sandlot.features.base import SessionContext
 from sandlot.observability.tracing import span
 from sandlot.runtime.shells import ShellManager
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.pool_room import make_room
 from sandlot.services.pools import PoolService
 from sandlot.services.sandboxes import SandboxService
 from sandlot.services.snapshots import SnapshotService
-from sandlot.store.leader import Exclusive
+from sandlot.store.leader import Exclusive, session_lock
 from sandlot.store.repositories import SessionRepository
 from sandlot.store.tables import Sandbox, Session
 from sandlot.store.types import utcnow
 
-__all__ = ["SuspendResume", "session_lock"]
+__all__ = ["SuspendResume"]
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +45,6 @@ def _stopped(sess: Session) -> list[int]:
     """The processes the suspend found stopped already (numbers only: it is the store's)."""
     kept = sess.state.get("stopped_before") or []
     return [p for p in kept if isinstance(p, int) and 0 < p < 1 << 31][:256] if isinstance(kept, list) else []
-
-
-def session_lock(session_id: str) -> str:
-    """The name of the lock that suspend, resume and checkpoints of a session hold, and that
-    ending it waits for."""
-    return f"session:{session_id}"
 
 
 class SuspendResume:
@@ -183,7 +178,12 @@ class SuspendResume:
             await self._sandboxes.shutdown(old.id, f"replaced while resuming session {sess.id}")
         env = await self._environments.cached(None, sess.environment_id)
         snap = await self.snapshots.latest(sess.id)
-        box = await self._pools.create_for(env, sess.image, sess.id)
+        try:
+            box = await self._pools.create_for(env, sess.image, sess.id)
+        except NoCapacity:  # a full pool: an idle member, or the sandbox of another suspended session
+            if not await make_room(self._reads, self._sandboxes, self._exclusive, env, sess.image):
+                raise
+            box = await self._pools.create_for(env, sess.image, sess.id)
         try:
             box = await self._sandboxes.move(box.id, S.IN_SESSION, f"session {sess.id} resumed")
             if snap is not None:

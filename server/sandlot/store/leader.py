@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from sandlot.domain.errors import Busy
 
-__all__ = ["Exclusive", "Turns", "leader", "lock_key"]
+__all__ = ["Exclusive", "Turns", "leader", "lock_key", "session_lock"]
 
 
 def lock_key(name: str) -> int:
@@ -156,3 +156,9 @@ class Exclusive:
                 except BaseException:
                     await conn.invalidate()
                     raise
+
+
+def session_lock(session_id: str) -> str:
+    """The name of the lock that suspend, resume and checkpoints of a session hold, and that
+    ending it (and taking its frozen sandbox for a full pool) waits for."""
+    return f"session:{session_id}"

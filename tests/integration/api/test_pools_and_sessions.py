@@ -320,3 +320,35 @@ async def test_session_ids_are_unique_and_chosen_ids_work(api: Api) -> None:
     )
     assert dup.status_code == 409
     await api.end(chosen)
+
+
+async def test_a_full_pool_takes_room_from_suspended_sessions_and_their_resumes_hydrate(api: Api) -> None:
+    """#28.4: a suspended session keeps its frozen sandbox, counted in its pool's maximum:
+    sessions left suspended filled their pool and every start failed (503). A start takes the
+    frozen sandbox of a suspended session; that session's resume hydrates a replacement from
+    its snapshot, taking room in turn (an idle member first, else another frozen sandbox)."""
+    env = await api.env(pool_size=[1, 2])
+    left = [await api.session(env["name"]) for _ in range(2)]
+    for s in left:
+        await api.sh(s["id"], f"echo {s['id']} > /workspace/note")
+        assert (await api.client.post(f"/v1/sessions/{s['id']}/suspend", headers=api.h)).status_code == 200
+    third = await api.session(env["name"])  # was 503: no_capacity
+    status = {}
+    for s in left:
+        box = await api.client.get(f"/v1/sandboxes/{s['sandbox_id']}", headers=api.h)
+        status[s["id"]] = box.json()["status"]
+    assert sorted(status.values()) == ["in_session", "offline"], status
+    taken = next(sid for sid, st in status.items() if st == "offline")
+    other = next(sid for sid in status if sid != taken)
+    resumed = await api.client.post(f"/v1/sessions/{taken}/resume", headers=api.h)
+    assert (resumed.status_code, resumed.json()["how"]) == (200, "hydrated"), resumed.text
+    other_box = next(s["sandbox_id"] for s in left if s["id"] == other)
+    gone = await api.client.get(f"/v1/sandboxes/{other_box}", headers=api.h)
+    assert gone.json()["status"] == "offline"  # the resume took the other frozen sandbox's room
+    await api.end(third["id"])  # its sandbox goes back to the pool: an idle member
+    resumed = await api.client.post(f"/v1/sessions/{other}/resume", headers=api.h)
+    assert (resumed.status_code, resumed.json()["how"]) == (200, "hydrated"), resumed.text  # idle's room
+    for sid in (taken, other):
+        assert (await api.sh(sid, "cat /workspace/note"))["stdout"] == f"{sid}\n"
+    for sid in (taken, other):
+        await api.end(sid)

@@ -179,6 +179,20 @@ class PoolRepository:
         )
         return (await self.session.scalars(query)).all()
 
+    async def frozen(self, environment_id: str, image: str) -> Sequence[tuple[str, str]]:
+        """(sandbox id, session id) of the pool's sandboxes held by suspended sessions, the
+        session idle the longest first."""
+        query = (
+            select(Sandbox.id, Session.id)
+            .join(Session, col(Session.sandbox_id) == col(Sandbox.id))
+            .where(col(Sandbox.environment_id) == environment_id)
+            .where(col(Sandbox.image) == image)
+            .where(col(Sandbox.status) == SandboxStatus.IN_SESSION.value)
+            .where(col(Session.status) == SESSION_SUSPENDED)
+            .order_by(col(Session.last_activity_at))
+        )
+        return [(str(box), str(sess)) for box, sess in (await self.session.execute(query)).all()]
+
     async def live(self, environment_id: str) -> Sequence[Sandbox]:
         query = (
             select(Sandbox)
