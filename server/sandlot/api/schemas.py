@@ -225,6 +225,16 @@ class EnvironmentFields(In):
     outage_grace_period_seconds: Annotated[float, Field(ge=0, le=MAX_SECONDS)] = 60.0
     housekeeping_interval_seconds: Annotated[float, Field(gt=0, le=3600)] = 10.0
     idle_action: Literal["end", "suspend"] = "end"
+    pool_idle_seconds: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=MAX_SECONDS,
+            description="How long a ready pool sandbox beyond the pool's minimum may wait idle "
+            "before it is shut down, so an idle pool gives back what its busiest moment took "
+            "(idle members count against the tenant's quotas). 0: never (the pool stays up to max).",
+        ),
+    ] = 600
 
 
 class EnvironmentCreate(EnvironmentFields):
@@ -251,6 +261,7 @@ class EnvironmentUpdate(In):
     outage_grace_period_seconds: Annotated[float | None, Field(ge=0, le=MAX_SECONDS)] = None
     housekeeping_interval_seconds: Annotated[float | None, Field(gt=0, le=3600)] = None
     idle_action: Literal["end", "suspend"] | None = None
+    pool_idle_seconds: Annotated[int | None, Field(ge=0, le=MAX_SECONDS)] = None
 
 
 class EnvironmentOut(EnvironmentFields, Out):

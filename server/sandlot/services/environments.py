@@ -48,6 +48,7 @@ _EDITABLE = frozenset(
         "outage_grace_period_seconds",
         "housekeeping_interval_seconds",
         "idle_action",
+        "pool_idle_seconds",
     }
 )
 

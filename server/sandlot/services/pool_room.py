@@ -6,7 +6,9 @@ hold what they will use. A tenant whose pools sit full of idle members (an idle 
 the size its busiest moment took it to) had every start elsewhere refused with 429 while
 nothing of it was in use (#28). A start such a quota refuses takes one of those members down
 first, the longest idle of those its pool holds beyond its minimum, and tries again; a pool is
-never taken below its minimum (it would only be refilled, against the same quota).
+never taken below its minimum (it would only be refilled, against the same quota). Nor does an
+idle pool keep what its busiest moment took it to: housekeeping retires the ready members
+beyond its minimum that have waited longer than the environment's ``pool_idle_seconds``.
 
 A suspended session keeps its frozen sandbox, counted in its pool's maximum, so sessions left
 suspended filled their pool and every start then failed (#28). A sandbox its full pool turns
@@ -20,7 +22,8 @@ suspend snapshot (taken before the session was marked suspended).
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -32,11 +35,31 @@ from sandlot.store.leader import Exclusive, session_lock
 from sandlot.store.repositories import EnvironmentRepository, PoolRepository, SessionRepository
 from sandlot.store.tables import Environment, Sandbox
 
-__all__ = ["HELD_BY_SANDBOXES", "give_way", "make_room"]
+__all__ = ["HELD_BY_SANDBOXES", "Pick", "give_way", "idle_too_long", "make_room", "oldest", "ready_members"]
+
+#: Picks some of a pool's ready members (given the longest idle first) to retire.
+Pick = Callable[[Sequence[Sandbox]], Sequence[Sandbox]]
 
 
 def _since(row: Sandbox) -> datetime:
     return row.updated_at
+
+
+def ready_members(live: Iterable[Sandbox], image: str) -> list[Sandbox]:
+    """The ready members of a pool's ``image`` among ``live``, the longest idle first."""
+    return sorted((r for r in live if r.image == image and r.status == SandboxStatus.READY.value), key=_since)
+
+
+def oldest(count: int, idle: Sequence[Sandbox]) -> Sequence[Sandbox]:
+    return idle[:count]
+
+
+def idle_too_long(seconds: int, least: int, now: datetime, idle: Sequence[Sandbox]) -> Sequence[Sandbox]:
+    """Of a pool's ready members (``idle``, the longest idle first), those beyond its minimum
+    (``least``) that have waited longer than ``seconds``: an idle pool gives back what its
+    busiest moment took it to (the environment's ``pool_idle_seconds``)."""
+    cutoff = now - timedelta(seconds=seconds)
+    return [row for row in idle[: max(len(idle) - least, 0)] if _since(row) <= cutoff]
 
 
 #: The quotas an idle sandbox holds a share of.
@@ -79,8 +102,7 @@ async def make_room(
     async with reads() as session:
         live = await PoolRepository(session).live(env.id)
         held = await PoolRepository(session).frozen(env.id, image)
-    idle = sorted((r for r in live if r.image == image and r.status == SandboxStatus.READY.value), key=_since)
-    for row in idle:
+    for row in ready_members(live, image):
         if await sandboxes.shutdown(row.id, "made room in its full pool", only_if=SandboxStatus.READY):
             return True
     for sandbox_id, session_id in held:

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -33,6 +34,7 @@ from sandlot.runtime.base import Limits
 from sandlot.runtime.shells import ShellManager
 from sandlot.services.accounts import Principal
 from sandlot.services.environments import EnvironmentService
+from sandlot.services.pool_room import Pick, idle_too_long, oldest, ready_members
 from sandlot.services.sandboxes import NewSandbox, SandboxService
 from sandlot.store.engine import make_sessionmaker, single_statement_sessions
 from sandlot.store.leader import leader
@@ -360,14 +362,17 @@ class PoolService:
                         log.warning("pool refill for %s/%s failed: %s", env.name, image, res)
             excess = min(ready, total - bounds.max) if bounds.pooled else ready
             if excess > 0:
-                await self._trim(env, image, excess)
+                await self._trim(env, image, partial(oldest, excess), "pool shrunk")
+            elif env.pool_idle_seconds and ready > bounds.min:  # what a busy moment took it to
+                pick = partial(idle_too_long, env.pool_idle_seconds, bounds.min, utcnow())
+                await self._trim(env, image, pick, f"idle {env.pool_idle_seconds} s beyond the pool's min")
 
-    async def _trim(self, env: Environment, image: str, count: int) -> None:
+    async def _trim(self, env: Environment, image: str, pick: Pick, reason: str) -> None:
+        """Retire what ``pick`` picks of the pool's ready members (the longest idle first)."""
         async with self._sessions() as session:
             live = await PoolRepository(session).live(env.id)
-        idle = [r for r in live if r.image == image and r.status == S.READY.value][:count]
-        for row in idle:
-            await self._retire(env, row, "pool shrunk")
+        for row in pick(ready_members(live, image)):
+            await self._retire(env, row, reason)
 
     async def drain_member(self, principal: Principal, sandbox_id: str) -> None:
         """Take one idle sandbox out of its pool (shut down; the pool refills to its minimum on

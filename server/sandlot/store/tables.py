@@ -166,6 +166,8 @@ class Environment(SQLModel, table=True):
     outage_grace_period_seconds: float = 60.0
     housekeeping_interval_seconds: float = 10.0
     idle_action: str = Field(default="end", max_length=20)
+    # how long a ready pool sandbox beyond the pool's minimum waits before it is shut down (0: never)
+    pool_idle_seconds: int = 600
     unhealthy_since: datetime | None = Field(default=None, sa_type=UtcDateTime)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()

@@ -352,3 +352,23 @@ async def test_a_full_pool_takes_room_from_suspended_sessions_and_their_resumes_
         assert (await api.sh(sid, "cat /workspace/note"))["stdout"] == f"{sid}\n"
     for sid in (taken, other):
         await api.end(sid)
+
+
+async def test_an_idle_pool_gives_back_what_its_busiest_moment_took(api: Api) -> None:
+    """#28.5: an idle pool stayed at the size its busiest moment took it to, its idle members
+    holding the tenant's quota. Those beyond the minimum go once idle for the environment's
+    ``pool_idle_seconds``; with 0 they stay."""
+    rounds = {"housekeeping_interval_seconds": 0.3}
+    kept = await api.env(pool_size=[1, 3], pool_idle_seconds=0, **rounds)
+    trimmed = await api.env(pool_size=[1, 3], pool_idle_seconds=1, **rounds)
+    for env in (kept, trimmed):  # each pool taken to its maximum, then left idle
+        sessions = [await api.session(env["name"]) for _ in range(3)]
+        for session in sessions:
+            await api.end(session["id"])
+    counts: tuple[int, int] = (0, 0)
+    for _ in range(200):
+        counts = (len(await pool_members(api, kept["id"])), len(await pool_members(api, trimmed["id"])))
+        if counts == (3, 1):
+            break
+        await asyncio.sleep(0.1)
+    assert counts == (3, 1)  # the one as its busiest moment left it, the other down to its minimum

@@ -44,6 +44,9 @@ class EnvironmentCreate:
             network (bool | Unset):  Default: False.
             outage_grace_period_seconds (float | Unset):  Default: 60.0.
             pids (int | Unset):  Default: 256.
+            pool_idle_seconds (int | Unset): How long a ready pool sandbox beyond the pool's minimum may wait idle before it
+                is shut down, so an idle pool gives back what its busiest moment took (idle members count against the tenant's
+                quotas). 0: never (the pool stays up to max). Default: 600.
             pool_size (EnvironmentCreatePoolSizeType2 | int | list[int] | Unset):  Default: 0.
             session_ttl_seconds (int | None | Unset):  Default: 3600.
      """
@@ -62,6 +65,7 @@ class EnvironmentCreate:
     network: bool | Unset = False
     outage_grace_period_seconds: float | Unset = 60.0
     pids: int | Unset = 256
+    pool_idle_seconds: int | Unset = 600
     pool_size: EnvironmentCreatePoolSizeType2 | int | list[int] | Unset = 0
     session_ttl_seconds: int | None | Unset = 3600
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -123,6 +127,8 @@ class EnvironmentCreate:
 
         pids = self.pids
 
+        pool_idle_seconds = self.pool_idle_seconds
+
         pool_size: dict[str, Any] | int | list[int] | Unset
         if isinstance(self.pool_size, Unset):
             pool_size = UNSET
@@ -172,6 +178,8 @@ class EnvironmentCreate:
             field_dict["outage_grace_period_seconds"] = outage_grace_period_seconds
         if pids is not UNSET:
             field_dict["pids"] = pids
+        if pool_idle_seconds is not UNSET:
+            field_dict["pool_idle_seconds"] = pool_idle_seconds
         if pool_size is not UNSET:
             field_dict["pool_size"] = pool_size
         if session_ttl_seconds is not UNSET:
@@ -257,6 +265,8 @@ class EnvironmentCreate:
 
         pids = d.pop("pids", UNSET)
 
+        pool_idle_seconds = d.pop("pool_idle_seconds", UNSET)
+
         def _parse_pool_size(data: object) -> EnvironmentCreatePoolSizeType2 | int | list[int] | Unset:
             if isinstance(data, Unset):
                 return data
@@ -308,6 +318,7 @@ class EnvironmentCreate:
             network=network,
             outage_grace_period_seconds=outage_grace_period_seconds,
             pids=pids,
+            pool_idle_seconds=pool_idle_seconds,
             pool_size=pool_size,
             session_ttl_seconds=session_ttl_seconds,
         )

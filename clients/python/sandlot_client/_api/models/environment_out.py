@@ -49,6 +49,9 @@ class EnvironmentOut:
             network (bool | Unset):  Default: False.
             outage_grace_period_seconds (float | Unset):  Default: 60.0.
             pids (int | Unset):  Default: 256.
+            pool_idle_seconds (int | Unset): How long a ready pool sandbox beyond the pool's minimum may wait idle before it
+                is shut down, so an idle pool gives back what its busiest moment took (idle members count against the tenant's
+                quotas). 0: never (the pool stays up to max). Default: 600.
             pool_size (EnvironmentOutPoolSizeType2 | int | list[int] | Unset):  Default: 0.
             session_ttl_seconds (int | None | Unset):  Default: 3600.
      """
@@ -71,6 +74,7 @@ class EnvironmentOut:
     network: bool | Unset = False
     outage_grace_period_seconds: float | Unset = 60.0
     pids: int | Unset = 256
+    pool_idle_seconds: int | Unset = 600
     pool_size: EnvironmentOutPoolSizeType2 | int | list[int] | Unset = 0
     session_ttl_seconds: int | None | Unset = 3600
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -140,6 +144,8 @@ class EnvironmentOut:
 
         pids = self.pids
 
+        pool_idle_seconds = self.pool_idle_seconds
+
         pool_size: dict[str, Any] | int | list[int] | Unset
         if isinstance(self.pool_size, Unset):
             pool_size = UNSET
@@ -193,6 +199,8 @@ class EnvironmentOut:
             field_dict["outage_grace_period_seconds"] = outage_grace_period_seconds
         if pids is not UNSET:
             field_dict["pids"] = pids
+        if pool_idle_seconds is not UNSET:
+            field_dict["pool_idle_seconds"] = pool_idle_seconds
         if pool_size is not UNSET:
             field_dict["pool_size"] = pool_size
         if session_ttl_seconds is not UNSET:
@@ -292,6 +300,8 @@ class EnvironmentOut:
 
         pids = d.pop("pids", UNSET)
 
+        pool_idle_seconds = d.pop("pool_idle_seconds", UNSET)
+
         def _parse_pool_size(data: object) -> EnvironmentOutPoolSizeType2 | int | list[int] | Unset:
             if isinstance(data, Unset):
                 return data
@@ -347,6 +357,7 @@ class EnvironmentOut:
             network=network,
             outage_grace_period_seconds=outage_grace_period_seconds,
             pids=pids,
+            pool_idle_seconds=pool_idle_seconds,
             pool_size=pool_size,
             session_ttl_seconds=session_ttl_seconds,
         )

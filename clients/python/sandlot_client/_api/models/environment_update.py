@@ -45,6 +45,7 @@ class EnvironmentUpdate:
             network (bool | None | Unset):
             outage_grace_period_seconds (float | None | Unset):
             pids (int | None | Unset):
+            pool_idle_seconds (int | None | Unset):
             pool_size (EnvironmentUpdatePoolSizeType2 | int | list[int] | None | Unset):
             session_ttl_seconds (int | None | Unset):
      """
@@ -62,6 +63,7 @@ class EnvironmentUpdate:
     network: bool | None | Unset = UNSET
     outage_grace_period_seconds: float | None | Unset = UNSET
     pids: int | None | Unset = UNSET
+    pool_idle_seconds: int | None | Unset = UNSET
     pool_size: EnvironmentUpdatePoolSizeType2 | int | list[int] | None | Unset = UNSET
     session_ttl_seconds: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -170,6 +172,12 @@ class EnvironmentUpdate:
         else:
             pids = self.pids
 
+        pool_idle_seconds: int | None | Unset
+        if isinstance(self.pool_idle_seconds, Unset):
+            pool_idle_seconds = UNSET
+        else:
+            pool_idle_seconds = self.pool_idle_seconds
+
         pool_size: dict[str, Any] | int | list[int] | None | Unset
         if isinstance(self.pool_size, Unset):
             pool_size = UNSET
@@ -219,6 +227,8 @@ class EnvironmentUpdate:
             field_dict["outage_grace_period_seconds"] = outage_grace_period_seconds
         if pids is not UNSET:
             field_dict["pids"] = pids
+        if pool_idle_seconds is not UNSET:
+            field_dict["pool_idle_seconds"] = pool_idle_seconds
         if pool_size is not UNSET:
             field_dict["pool_size"] = pool_size
         if session_ttl_seconds is not UNSET:
@@ -430,6 +440,16 @@ class EnvironmentUpdate:
         pids = _parse_pids(d.pop("pids", UNSET))
 
 
+        def _parse_pool_idle_seconds(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        pool_idle_seconds = _parse_pool_idle_seconds(d.pop("pool_idle_seconds", UNSET))
+
+
         def _parse_pool_size(data: object) -> EnvironmentUpdatePoolSizeType2 | int | list[int] | None | Unset:
             if data is None:
                 return data
@@ -482,6 +502,7 @@ class EnvironmentUpdate:
             network=network,
             outage_grace_period_seconds=outage_grace_period_seconds,
             pids=pids,
+            pool_idle_seconds=pool_idle_seconds,
             pool_size=pool_size,
             session_ttl_seconds=session_ttl_seconds,
         )
