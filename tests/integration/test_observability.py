@@ -228,8 +228,12 @@ async def test_a_scrapers_key_reads_the_metrics_and_nothing_else(
     scraper = {"Authorization": f"Bearer {made.json()['secret']}"}
     resp = await client.get("/metrics", headers=scraper)
     assert resp.status_code == 200 and "sandlot_" in resp.text
-    for path in ("/v1/sandboxes", "/v1/environments", "/v1/audit"):
+    for path in ("/v1/sandboxes", "/v1/environments", "/v1/audit", "/v1/keys", "/v1/tenants"):
         assert (await client.get(path, headers=scraper)).status_code == 403, path
+    # nor the keys of its tenant, the operators' (a leaked scrape configuration revoked them all)
+    own_id = made.json()["key"]["id"]
+    assert (await client.post("/v1/keys", json=wanted, headers=scraper)).status_code == 403
+    assert (await client.delete(f"/v1/keys/{own_id}", headers=scraper)).status_code == 403
     refused = await client.post("/v1/keys", json={"scopes": ["metrics:read"]}, headers=await new_tenant())
     assert refused.status_code == 403, refused.text
 

@@ -179,7 +179,9 @@ async def run_turn(sandlot: AsyncSandlot, image: str, model: ScriptedModel, via:
     async with contextlib.AsyncExitStack() as stack:
         own = sandlot if via is None else await stack.enter_async_context(AsyncSandlot(via, sandlot.api_key))
         client = SandlotSandboxClient(sandlot=own)
-        session = await client.create(options=SandlotSandboxClientOptions(environment=env))
+        # paused on exit, not ended: a test looks at what closing it did to its processes
+        options = SandlotSandboxClientOptions(environment=env, pause_on_exit=True)
+        session = await client.create(options=options)
         agent = SandboxAgent(name="operator", instructions="Run it.", model=model)
         async with session:
             result = await Runner.run(

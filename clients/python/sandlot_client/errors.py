@@ -75,6 +75,11 @@ class SessionEnded(Conflict):
         return found if isinstance(found, int) else None
 
     @property
+    def encoding(self) -> str:
+        """How ``stdout`` and ``stderr`` are given: ``utf-8``, or ``base64`` for binary output."""
+        return str(self.body.get("encoding") or "utf-8")
+
+    @property
     def stdout(self) -> str:
         return str(self.body.get("stdout") or "")
 

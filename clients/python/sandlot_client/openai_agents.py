@@ -220,11 +220,12 @@ class SandlotSandboxSession(BaseSandboxSession):
             raise WorkspaceArchiveWriteError(path=root, cause=exc) from exc
 
     async def _after_start_failed(self) -> None:
-        """A session whose start failed (its workspace could not be set up) is ended at once,
-        never left active until its idle timeout: ``async with`` gives no exit to a failed
-        entry. Best effort: the start's own error is what the caller sees."""
+        """A session whose start failed (its workspace could not be set up) is ended at once
+        (suspended with ``pause_on_exit``), never left active until its idle timeout:
+        ``async with`` gives no exit to a failed entry. Best effort: the start's own error is
+        what the caller sees."""
         with contextlib.suppress(SandlotError):
-            await self._remote.end()
+            await (self._remote.suspend() if self.state.pause_on_exit else self._remote.end())
 
     async def _shutdown_backend(self) -> None:
         """End the Sandlot session (its sandbox goes back to the pool), or with

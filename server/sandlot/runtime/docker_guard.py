@@ -130,26 +130,36 @@ class HostGuard:
         self._read_at = float("-inf")
         self._lock = asyncio.Lock()
         self._rechecks: asyncio.Task[None] | None = None
+        self._checked = False  # whether the last check of the host's firewall held
 
     async def ready(self) -> None:
         """Before a network sandbox is made: the sandbox network exists and the engine host's
         firewall is set (see :meth:`firewall`), then checked again every
         :attr:`recheck_seconds` until :meth:`stop`. Raises when it cannot be set."""
-        if self._rechecks is not None and not self._rechecks.done():
+        if self._checked and self._rechecks is not None and not self._rechecks.done():
             return
         await ensure_network(self._rt.docker)
         await self.firewall()
+        self._checked = True
         if self._rechecks is None or self._rechecks.done():
             self._rechecks = asyncio.ensure_future(self._recheck())
 
     async def _recheck(self) -> None:
+        """Every :attr:`recheck_seconds`, for as long as the runtime lives: one that fails
+        refuses new network sandboxes (each tries the firewall itself) until one succeeds."""
         while True:
             await asyncio.sleep(self.recheck_seconds)
             try:
                 await self.firewall()
-            except Exception as exc:  # the next network sandbox tries again, or is refused
-                log.error("the engine host's firewall could not be checked again: %s", exc)
-                return
+                self._checked = True
+            except Exception as exc:
+                self._checked = False
+                log.error(
+                    "the engine host's firewall could not be checked again (checked again in %g s; "
+                    "new network sandboxes set it first): %s",
+                    self.recheck_seconds,
+                    exc,
+                )
 
     async def stop(self) -> None:
         if self._rechecks is not None:

@@ -191,7 +191,7 @@ class PersistentShell:
             return None  # the shell is lost; the caller's own process finds out about the sandbox
         finally:
             self._lock.release()
-        if res.exit_code == 125 and res.stderr.endswith(SPOOL_FAILED + b"\n"):
+        if stdin is not None and res.exit_code == 125 and res.stderr.endswith(SPOOL_FAILED + b"\n"):
             return None  # its input or its pipes could not be put down (the state tmpfs is full)
         return ExecResult(
             res.exit_code, res.stdout, res.stderr, res.duration_ms, res.timed_out, res.truncated

@@ -144,15 +144,20 @@ class PoolService:
         return setup
 
     async def _retire(self, env: Environment | None, row: Sandbox, reason: str) -> None:
-        """Shut a healthy sandbox down, running its features' ``teardown`` hooks first."""
-        if env is not None and row.runtime_ref is not None:
+        """Shut an idle sandbox down, running its features' ``teardown`` hooks first: only
+        while it is still ready (a session may have claimed it since it was listed)."""
+
+        async def teardown(row: Sandbox) -> None:
+            if env is None or row.runtime_ref is None:
+                return
             ctx = self._context(row)
             for feature in self._environments.sandbox_features(env, row.image):
                 try:
                     await feature.teardown(ctx)
                 except Exception as exc:
                     log.warning("teardown of %s by feature %s failed: %s", row.id, feature.name, exc)
-        await self._sandboxes.shutdown(row.id, reason)
+
+        await self._sandboxes.shutdown(row.id, reason, only_if=S.READY, first=teardown)
 
     async def _check_features(self, env: Environment, row: Sandbox) -> None:
         """Run the features' ``housekeep`` hooks on an idle sandbox; one that fails is shut

@@ -52,6 +52,7 @@ T = TypeVar("T")
 S = SandboxStatus
 IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]{0,254}(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$")
 _USABLE = (S.READY.value, S.ACQUIRED.value, S.IN_SESSION.value)
+Hook = Callable[[Sandbox], Awaitable[None]]  # work on a sandbox of shutdown's (see there)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +68,6 @@ class NewSandbox:
     network: bool = False
     ttl_seconds: int | None = None
     read_only_root: bool = False
-
-
-def _provisioned(row: Sandbox) -> dict[str, str]:
-    """The ``sandbox.provision`` span's attribute known only once the sandbox exists."""
-    return {"sandbox": row.id}
 
 
 class SandboxService:
@@ -138,7 +134,7 @@ class SandboxService:
 
     @traced(
         "sandbox.provision",
-        result=_provisioned,
+        result=lambda row: {"sandbox": row.id},  # known once the sandbox exists
         tenant="tenant_id",
         image="image",
         environment="environment_id",
@@ -362,10 +358,13 @@ class SandboxService:
         await self.shutdown(sandbox_id, "deleted by client")
 
     @traced("sandbox.shutdown", sandbox="sandbox_id", reason="reason")
-    async def shutdown(self, sandbox_id: str, reason: str, *, only_if: SandboxStatus | None = None) -> bool:
+    async def shutdown(
+        self, sandbox_id: str, reason: str, *, only_if: SandboxStatus | None = None, first: Hook | None = None
+    ) -> bool:
         """Take a sandbox to offline, removing its container, as a ``sandbox.shutdown`` span.
         Idempotent. With ``only_if``, only a sandbox still in that status (checked under the
-        row lock); returns whether it was shut down by this call or already offline."""
+        row lock); returns whether it was shut down by this call or already offline. ``first``
+        runs once it is ``shutting_down`` (no claim takes it now), before its container goes."""
         async with self._sessions.begin() as session:
             repo = SandboxRepository(session, None)
             row = await repo.get(sandbox_id, lock=True)
@@ -377,6 +376,8 @@ class SandboxService:
                 await repo.move(row, S.SHUTTING_DOWN, reason)
             # a create interrupted before it recorded the container is reached by its name
             ref = row.runtime_ref or self.runtime.ref_for(row.id)
+        if first is not None:
+            await first(row)
         await self.runtime.remove(ref)
         await self.move(sandbox_id, S.OFFLINE, reason, settle=True)
         return True

@@ -33,11 +33,13 @@ class TenantService:
         return await self._accounts.create_tenant(name, **quota)
 
     async def tenants(self, principal: Principal) -> Sequence[Tenant]:
+        principal.require(Scope.SANDBOXES_READ)  # a scraper's key (metrics:read) reads no tenant
         if principal.is_operator:
             return await self._accounts.list_tenants()
         return [await self.tenant(principal, principal.tenant_id)]
 
     async def tenant(self, principal: Principal, id_or_name: str) -> Tenant:
+        principal.require(Scope.SANDBOXES_READ)
         async with self._reads() as session:
             found = await TenantRepository(session).resolve(id_or_name)
         if not principal.is_operator and found.id != principal.tenant_id:
@@ -53,6 +55,7 @@ class TenantService:
 
     async def usage(self, principal: Principal, tenants: Sequence[Tenant]) -> dict[str, TenantUsage]:
         """What each tenant the caller may see uses now, against its quotas."""
+        principal.require(Scope.SANDBOXES_READ)
         visible = [t for t in tenants if principal.is_operator or t.id == principal.tenant_id]
         async with self._reads() as session:
             return {t.id: await tenant_usage(session, t.id) for t in visible}
@@ -61,7 +64,10 @@ class TenantService:
         self, principal: Principal, *, tenant: str | None, name: str, scopes: Sequence[str] | None
     ) -> CreatedKey:
         """A key for ``tenant`` (the caller's own when None). Without ``scopes`` it gets the
-        tenant scopes (operators) or the caller's own scopes (a tenant key)."""
+        tenant scopes (operators) or the caller's own scopes (a tenant key). A key that holds
+        neither tenant scope (a scraper's, ``metrics:read``) manages no key: leaked from a
+        scrape configuration, it could revoke its tenant's, the operators', keys."""
+        principal.require(Scope.SANDBOXES_READ)
         owner = (await self.tenant(principal, tenant)).id if tenant is not None else principal.tenant_id
         if scopes is None:
             wanted = set(TENANT_SCOPES) if principal.is_operator else set(principal.scopes)
@@ -73,6 +79,7 @@ class TenantService:
         return await self._accounts.create_key(owner, name=name, scopes=sorted(wanted))
 
     async def keys(self, principal: Principal, tenant: str | None) -> Sequence[ApiKey]:
+        principal.require(Scope.SANDBOXES_READ)
         if tenant is not None:
             owner: str | None = (await self.tenant(principal, tenant)).id
         else:
@@ -81,6 +88,9 @@ class TenantService:
             return await ApiKeyRepository(session).list(owner)
 
     async def revoke_key(self, principal: Principal, key_id: str) -> ApiKey:
+        """Revoke a key of the caller's tenant (any, for operators): a change, so a key with
+        ``sandboxes:write``."""
+        principal.require(Scope.SANDBOXES_WRITE)
         async with self._reads() as session:
             key = await session.get(ApiKey, key_id)
         if key is None or (not principal.is_operator and key.tenant_id != principal.tenant_id):

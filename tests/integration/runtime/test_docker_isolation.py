@@ -472,6 +472,17 @@ async def test_broadcasts_and_host_addresses_made_later_do_not_reach_the_host() 
                 break
             await asyncio.sleep(0.1)
         assert _bridge_rules(bridge, "C") == [0, 0]  # mended: it stayed open without re-checks
+        # a re-check that fails (here: its image is gone) does not end the re-checks
+        pinned, docker_runtime.guard._image_id = docker_runtime.guard._image_id, "sha256:" + "0" * 64
+        await asyncio.sleep(2.5)  # at least one failed re-check
+        docker_runtime.guard._image_id = pinned
+        while 0 in _bridge_rules(bridge, "D"):
+            pass
+        for _ in range(100):
+            if _bridge_rules(bridge, "C") == [0, 0]:
+                break
+            await asyncio.sleep(0.1)
+        assert _bridge_rules(bridge, "C") == [0, 0]  # mended after the failure too
     finally:
         udp.close()
         tcp.close()
