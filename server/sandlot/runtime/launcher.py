@@ -17,7 +17,9 @@ waits behind a one-shot; one-shots at once beyond the first, input given as a st
 from __future__ import annotations
 
 import shlex
+import time
 
+from sandlot.domain.errors import SandboxStateError
 from sandlot.runtime.base import ExecRequest, ExecResult, LimitsHit, SandboxRuntime
 from sandlot.runtime.limits import worth_a_look
 from sandlot.runtime.scripts import KILL_SESSION
@@ -25,6 +27,8 @@ from sandlot.runtime.shell import PersistentShell
 from sandlot.runtime.shell_boot import ONE_SHOT
 
 __all__ = ["oneshot"]
+
+_LOST = b"sandlot: the command was killed with the shell that ran it\n"
 
 
 async def oneshot(runtime: SandboxRuntime, shell: PersistentShell, request: ExecRequest) -> ExecResult | None:
@@ -36,17 +40,24 @@ async def oneshot(runtime: SandboxRuntime, shell: PersistentShell, request: Exec
     request.validate()
     exports = "\n".join(f"export {name}={shlex.quote(value)}" for name, value in request.env.items())
     where = f"{runtime.state_dir(shell.ref)}/x"
-    res = await shell.program(
-        ONE_SHOT,
-        [where, request.cwd or "", exports, *request.argv()],
-        stdin=stdin,
-        timeout=request.timeout,
-        output_limit=request.output_limit,
-        wait=0,
-        own_env=True,
-        open_first=True,
-        once=True,
-    )
+    started = time.perf_counter()
+    try:
+        res = await shell.program(
+            ONE_SHOT,
+            [where, request.cwd or "", exports, *request.argv()],
+            stdin=stdin,
+            timeout=request.timeout,
+            output_limit=request.output_limit,
+            wait=0,
+            own_env=True,
+            open_first=True,
+            once=True,
+        )
+    except SandboxStateError:
+        # the launcher ended under the command, killed with it (its session's end, or the
+        # command itself: kill -9 -1): it ran, so it is never run again, and it is answered as
+        # killed; the session's call path tells a session's end apart (409 session_ended)
+        return ExecResult(137, b"", _LOST, (time.perf_counter() - started) * 1000)
     if res is None:
         return None
     head, newline, stderr = res.stderr.partition(b"\n")

