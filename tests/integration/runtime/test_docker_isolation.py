@@ -417,6 +417,17 @@ def _bridge_rules(bridge: str, action: str) -> list[int]:
     ]
 
 
+async def _flushed_then_mended(bridge: str) -> bool:
+    """Take the guard's rules away, then whether they are back within 10 s."""
+    while 0 in _bridge_rules(bridge, "D"):
+        pass
+    for _ in range(100):
+        if _bridge_rules(bridge, "C") == [0, 0]:
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
 async def test_broadcasts_and_host_addresses_made_later_do_not_reach_the_host() -> None:
     """The review of finding 8's first fix (routes in the sandbox only): a broadcast reached a
     host service on a wildcard address, and so did an address the host got after the sandbox
@@ -465,24 +476,12 @@ async def test_broadcasts_and_host_addresses_made_later_do_not_reach_the_host() 
             tcp.accept()  # no connection came
         assert _bridge_rules(bridge, "C") == [0, 0]  # installed, and checked
         # a flush of the host's firewall is mended by the next re-check, no sandbox made meanwhile
-        while 0 in _bridge_rules(bridge, "D"):
-            pass
-        for _ in range(100):
-            if _bridge_rules(bridge, "C") == [0, 0]:
-                break
-            await asyncio.sleep(0.1)
-        assert _bridge_rules(bridge, "C") == [0, 0]  # mended: it stayed open without re-checks
+        assert await _flushed_then_mended(bridge)  # it stayed open without re-checks
         # a re-check that fails (here: its image is gone) does not end the re-checks
         pinned, docker_runtime.guard._image_id = docker_runtime.guard._image_id, "sha256:" + "0" * 64
         await asyncio.sleep(2.5)  # at least one failed re-check
         docker_runtime.guard._image_id = pinned
-        while 0 in _bridge_rules(bridge, "D"):
-            pass
-        for _ in range(100):
-            if _bridge_rules(bridge, "C") == [0, 0]:
-                break
-            await asyncio.sleep(0.1)
-        assert _bridge_rules(bridge, "C") == [0, 0]  # mended after the failure too
+        assert await _flushed_then_mended(bridge)  # after the failure too
     finally:
         udp.close()
         tcp.close()
