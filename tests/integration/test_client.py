@@ -17,10 +17,12 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from sandlot_client import (
     AsyncSandlot,
+    ClientClosed,
     Conflict,
     InvalidInput,
     NotAuthenticated,
@@ -123,6 +125,26 @@ async def test_every_method_of_the_blocking_client(live_server: str, new_tenant:
                 client.resume({"session_id": "ses_nope"})
         with Sandlot(live_server, "sl_00000000_nope") as stranger, pytest.raises(NotAuthenticated):
             stranger.create_environment("x", ["sandlot/busybox:latest"])
+
+    await asyncio.to_thread(scenario)
+
+
+async def test_a_closed_blocking_client_refuses_calls(live_server: str, new_tenant: NewTenant) -> None:
+    """A call made after another thread closed the client raises ClientClosed (a SandlotError
+    adapters catch), never anyio's "portal is not running", and sends nothing."""
+    key = key_of(await new_tenant())
+
+    def scenario() -> None:
+        with Sandlot(live_server, key) as client:
+            name = f"cc-{secrets.token_hex(3)}"
+            client.create_environment(name, ["sandlot/busybox:latest"], pool_size=0)
+            closing = threading.Thread(target=client.close)
+            closing.start()
+            closing.join()
+            with pytest.raises(ClientClosed):
+                client.start_session(name)
+        sessions = httpx.get(f"{live_server}/v1/sessions", headers={"Authorization": f"Bearer {key}"})
+        assert sessions.raise_for_status().json() == []
 
     await asyncio.to_thread(scenario)
 

@@ -16,6 +16,7 @@ Agents SDK's sandbox provider; ``sandlot-client[agents]``) and :mod:`sandlot_cli
 
 from sandlot_client.aio import AsyncProcess, AsyncPty, AsyncSandlot, AsyncSession, OutputStream, output_bytes
 from sandlot_client.errors import (
+    ClientClosed,
     Conflict,
     EnvironmentOutage,
     InvalidInput,
@@ -38,6 +39,7 @@ __all__ = [
     "AsyncPty",
     "AsyncSandlot",
     "AsyncSession",
+    "ClientClosed",
     "Conflict",
     "EnvironmentOutage",
     "InvalidInput",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ClientClosed",
     "Conflict",
     "EnvironmentOutage",
     "InvalidInput",
@@ -125,6 +126,11 @@ class TransportError(SandlotError):
     """The request did not get an answer (connection refused or reset)."""
 
     retryable = True
+
+
+class ClientClosed(SandlotError):
+    """The client was closed (by another thread, say) before or while this call was made: the
+    call was not sent, or its answer will never be read."""
 
 
 _BY_CODE: dict[str, type[SandlotError]] = {

@@ -38,6 +38,7 @@ from langfun.env.base_sandbox import BaseSandbox
 from langfun.env.base_sandbox_service import PooledSandboxService
 
 from sandlot_client.errors import (
+    ClientClosed,
     Conflict,
     NotFound,
     RuntimeUnavailable,
@@ -49,9 +50,10 @@ from sandlot_client.sync import Sandlot, Session
 
 __all__ = ["SandlotSandbox", "SandlotSandboxService"]
 
-# what means "this sandbox is gone or unreachable" rather than "this call was wrong"; a body
-# over the service's limit is PayloadTooLarge (413), raised as it is: the sandbox is fine
-LOST = (SandboxStateError, TransportError, RuntimeUnavailable)
+# what means "this sandbox is gone or unreachable" rather than "this call was wrong" (a client
+# closed under a call: the service was shut down meanwhile); a body over the service's limit is
+# PayloadTooLarge (413), raised as it is: the sandbox is fine
+LOST = (SandboxStateError, TransportError, RuntimeUnavailable, ClientClosed)
 
 
 class SandlotSandboxService(PooledSandboxService):
@@ -71,25 +73,35 @@ class SandlotSandboxService(PooledSandboxService):
 
     def _on_bound(self) -> None:
         super()._on_bound()
-        self._client: Sandlot | None = None  # set by _start
+        if not hasattr(self, "_lock"):  # bound again on a rebind: keep the client and sessions
+            self._client: Sandlot | None = None  # made on first use, closed by _shutdown
+            self._closed = False
+            self._lock = threading.RLock()
+            self._let_go = threading.Condition(self._lock)  # a sandbox ended its session
+            self._holding: dict[int, SandlotSandbox] = {}  # by id(): sandboxes with a session
 
     @property
     def client(self) -> Sandlot:
-        if self._client is None:
-            raise interface.SandboxServiceOutageError(
-                f"Sandbox service {self.id} is not started.",
-                sandbox_service=self,
-                offline_duration=self.offline_duration,
-            )
-        return self._client
+        with self._lock:
+            if self._closed:
+                raise interface.SandboxServiceOutageError(
+                    f"Sandbox service {self.id} is shut down.",
+                    sandbox_service=self,
+                    offline_duration=self.offline_duration,
+                )
+            if self._client is None:
+                key = getattr(self, "_api_key", None) or os.environ.get("SANDLOT_API_KEY")
+                if not key:
+                    raise ValueError("SandlotSandboxService needs api_key= or SANDLOT_API_KEY")
+                self._client = Sandlot(self.base_url, key)
+            return self._client
 
     def _start(self) -> None:
-        key = getattr(self, "_api_key", None) or os.environ.get("SANDLOT_API_KEY")
-        if not key:
-            raise ValueError("SandlotSandboxService needs api_key= or SANDLOT_API_KEY")
-        self._client = Sandlot(self.base_url, key)
+        with self._lock:
+            self._closed = False
+        client = self.client
         try:  # the environment must exist (NotFound and bad keys raise as they are)
-            self._client._run(self._client.aio._get_environment(self.sandlot_environment))
+            client._run(client.aio._get_environment(self.sandlot_environment))
         except (TransportError, RuntimeUnavailable) as exc:
             raise interface.SandboxServiceOutageError(
                 f"Sandlot at {self.base_url} is unreachable: {exc}",
@@ -99,12 +111,34 @@ class SandlotSandboxService(PooledSandboxService):
         super()._start()
 
     def _shutdown(self) -> None:
+        """langfun shuts the pooled sandboxes down, but returns at once from one whose
+        shutdown another thread began (after a failed proactive setup or ping): those are
+        waited for (up to ``command_timeout``), then every Sandlot session still open is
+        ended here, before the client closes, so no session outlives the service."""
         try:
             super()._shutdown()
         finally:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+            with self._let_go:
+                self._let_go.wait_for(self._none_shutting_down, timeout=self.command_timeout)
+                self._closed = True
+                client, self._client = self._client, None
+                left = list(self._holding.values())
+            for sandbox in left:
+                sandbox._release()
+            if client is not None:
+                client.close()
+
+    def _none_shutting_down(self) -> bool:
+        shutting_down = interface.Sandbox.Status.SHUTTING_DOWN
+        return all(sandbox.status != shutting_down for sandbox in self._holding.values())
+
+    def _hold(self, sandbox: "SandlotSandbox", holds: bool) -> None:
+        with self._let_go:
+            if holds:
+                self._holding[id(sandbox)] = sandbox
+            else:
+                self._holding.pop(id(sandbox), None)
+                self._let_go.notify_all()
 
     def _create_sandbox(
         self,
@@ -137,6 +171,7 @@ class SandlotSandbox(BaseSandbox):
             # the teardown of the last); the session's shell and interpreter run one command
             # at a time and refuse a second (409), so each waits its turn here
             self._turn = threading.Lock()
+            self._ending = threading.Lock()
 
     @property
     def service(self) -> SandlotSandboxService:
@@ -149,6 +184,11 @@ class SandlotSandbox(BaseSandbox):
         if self._session is None:
             raise interface.SandboxStateError("the sandbox has no Sandlot session", sandbox=self)
         return self._session
+
+    @property
+    def sandlot_image(self) -> str:
+        """The image this sandbox's session runs: its langfun ``image_id``."""
+        return self.image_id
 
     def _lost(self, what: str, exc: SandlotError) -> interface.SandboxStateError:
         return interface.SandboxStateError(f"{what}: {exc.code}: {exc}", sandbox=self)
@@ -169,19 +209,29 @@ class SandlotSandbox(BaseSandbox):
     def _start(self) -> None:
         with self._guard("could not start a Sandlot session"):
             self._session = self.service.client.start_session(
-                self.service.sandlot_environment, image=self.image_id
+                self.service.sandlot_environment, image=self.sandlot_image
             )
+        self.service._hold(self, True)
         super()._start()
 
     def _shutdown(self) -> None:
-        session, self._session = self._session, None
-        if session is not None and session.status in ("active", "suspended"):
-            try:
+        self._release()
+
+    def _release(self) -> None:
+        """End the Sandlot session, once, whichever thread asks first."""
+        with self._ending:
+            session, self._session = self._session, None
+        if session is None:
+            return
+        try:
+            if session.status in ("active", "suspended"):
                 session.end()
-            except (NotFound, Conflict):
-                pass  # ended already (e.g. when its container was lost)
-            except (TransportError, RuntimeUnavailable) as exc:
-                raise self._lost("could not end the Sandlot session", exc) from exc
+        except (NotFound, Conflict, ClientClosed):
+            pass  # ended already (e.g. when its container was lost), or by the service's end
+        except (TransportError, RuntimeUnavailable) as exc:
+            raise self._lost("could not end the Sandlot session", exc) from exc
+        finally:
+            self.service._hold(self, False)
 
     def _ping(self) -> None:
         with self._guard("ping"):

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from anyio.from_thread import start_blocking_portal
 
 from sandlot_client.aio import AsyncProcess, AsyncPty, AsyncSandlot, AsyncSession, OutputStream
+from sandlot_client.errors import ClientClosed
 
 __all__ = ["Process", "Pty", "Sandlot", "Session"]
 
@@ -32,6 +33,7 @@ class Sandlot:
         except BaseException:
             self._stop_portal()
             raise
+        self._closed = False
 
     def __enter__(self) -> Sandlot:
         return self
@@ -40,14 +42,26 @@ class Sandlot:
         self.close()
 
     def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
         try:
-            self._run(self.aio.close())
+            self._portal.call(_awaited, self.aio.close())
         finally:
             self._stop_portal()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Await ``coro`` on the client's loop and hand back its result (or raise its error)."""
-        return self._portal.call(_awaited, coro)
+        """Await ``coro`` on the client's loop and hand back its result (or raise its error);
+        :class:`ClientClosed` once :meth:`close` has begun, from any thread."""
+        if self._closed:
+            coro.close()
+            raise ClientClosed("the client is closed")
+        try:
+            return self._portal.call(_awaited, coro)
+        except RuntimeError as exc:  # the portal stopped, or its HTTP client closed, meanwhile
+            if self._closed:
+                raise ClientClosed("the client was closed during the call") from exc
+            raise
 
     def create_environment(self, name: str, images: list[str], **fields: Any) -> dict[str, Any]:
         return self._run(self.aio.create_environment(name, images, **fields))

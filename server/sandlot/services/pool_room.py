@@ -101,10 +101,11 @@ async def make_room(
     neither."""
     async with reads() as session:
         live = await PoolRepository(session).live(env.id)
-        held = await PoolRepository(session).frozen(env.id, image)
     for row in ready_members(live, image):
         if await sandboxes.shutdown(row.id, "made room in its full pool", only_if=SandboxStatus.READY):
             return True
+    async with reads() as session:  # asked only when no idle member could go
+        held = await PoolRepository(session).frozen(env.id, image)
     for sandbox_id, session_id in held:
         try:
             async with exclusive.hold(session_lock(session_id), wait=1.0):  # a resume under way wins
