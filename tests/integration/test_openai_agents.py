@@ -17,7 +17,12 @@ from typing import Any
 import pytest
 from agents import RunConfig, Runner, set_tracing_disabled
 from agents.sandbox import SandboxAgent, SandboxRunConfig
-from agents.sandbox.errors import InvalidManifestPathError, WorkspaceReadNotFoundError
+from agents.sandbox.errors import (
+    InvalidManifestPathError,
+    WorkspaceArchiveReadError,
+    WorkspaceArchiveWriteError,
+    WorkspaceReadNotFoundError,
+)
 from agents.sandbox.manifest import Manifest
 from agents.testing import ScriptedModel, assistant_message, function_call
 from openai.types.responses import ResponseCustomToolCall
@@ -215,20 +220,52 @@ async def test_persist_and_hydrate_move_the_workspace_as_a_tar(sandlot: AsyncSan
 async def test_a_path_through_a_link_out_of_the_workspace_is_the_sdks_refusal(sandlot: AsyncSandlot) -> None:
     """The SDK's own check is lexical: a link in the workspace that leads out of it is refused
     by the service, and the provider raises it as the SDK's InvalidManifestPathError (as its
-    remote providers do), for a read, a write and an apply_patch."""
+    remote providers do), for a read, a write and an apply_patch, and for the SDK's helpers
+    that run commands (ls, mkdir, rm, an apply_patch deleting a file), which followed the link
+    (the SDK's own test of this, with the link made in the sandbox)."""
     env = f"agents-{secrets.token_hex(3)}"
     await sandlot.create_environment(env, ["sandlot/busybox:latest"], pool_size=0)
-    client = SandlotSandboxClient(sandlot=sandlot)
-    session = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    client = SandlotSandboxClient(sandlot=sandlot, options=SandlotSandboxClientOptions(environment=env))
+    session = await client.create()  # the client's default options
     try:
         await session.start()
-        assert (await session.exec("ln -s /etc out")).exit_code == 0
+        assert (await session.exec("ln -s /etc out && mkdir -p /tmp/away && ln -s /tmp/away link")).ok()
+        assert (await session.exec("echo keep > /tmp/away/kept")).ok()
         with pytest.raises(InvalidManifestPathError):
             await session.read(Path("out/passwd"))
         with pytest.raises(InvalidManifestPathError):
             await session.write(Path("out/planted"), io.BytesIO(b"x"))
         with pytest.raises(InvalidManifestPathError):
             await session.apply_patch({"type": "create_file", "path": "out/planted", "diff": "+x\n"})
-        assert (await session.exec("test ! -e /etc/planted")).exit_code == 0
+        with pytest.raises(InvalidManifestPathError, match="must not escape root"):
+            await session.mkdir("link/nested", parents=True)
+        with pytest.raises(InvalidManifestPathError, match="must not escape root"):
+            await session.ls("link")
+        with pytest.raises(InvalidManifestPathError, match="must not escape root"):
+            await session.rm("link/kept")
+        with pytest.raises(InvalidManifestPathError):
+            await session.apply_patch({"type": "delete_file", "path": "link/kept"})
+        assert (await session.exec("test ! -e /etc/planted && test ! -e /tmp/away/nested")).ok()
+        assert (await session.exec("cat /tmp/away/kept")).stdout == b"keep\n"
+    finally:
+        await client.delete(session)
+
+
+async def test_file_refusals_are_the_sdks_archive_errors(sandlot: AsyncSandlot) -> None:
+    """A read of a directory and a write over one are the SDK's workspace archive errors, as its
+    other providers raise, not Sandlot's own exception types."""
+    env = f"agents-{secrets.token_hex(3)}"
+    await sandlot.create_environment(env, ["sandlot/busybox:latest"], pool_size=0)
+    client = SandlotSandboxClient(sandlot=sandlot)
+    with pytest.raises(ValueError, match="options"):
+        await client.create()  # no options given, none by default
+    session = await client.create(options=SandlotSandboxClientOptions(environment=env))
+    try:
+        await session.start()
+        await session.mkdir("adir")
+        with pytest.raises(WorkspaceArchiveReadError):
+            await session.read(Path("adir"))
+        with pytest.raises(WorkspaceArchiveWriteError):
+            await session.write(Path("adir"), io.BytesIO(b"x"))
     finally:
         await client.delete(session)

@@ -179,6 +179,13 @@ class SandlotSandboxSession(BaseSandboxSession):
     async def pty_terminate_all(self) -> None:
         await self._pty.terminate_all()
 
+    async def _validate_path_access(self, path: Path | str, *, for_write: bool = False) -> Path:
+        """The SDK's own check is lexical; its helpers that run commands (``ls``, ``mkdir``,
+        ``rm``, ``mv``, ``extract``...) resolve the path in the sandbox first, so a link leading
+        out of the workspace is refused as ``InvalidManifestPathError``, as the SDK's remote
+        providers do (``read``/``write`` are checked by the service itself)."""
+        return await self._validate_remote_path_access(path, for_write=for_write)
+
     async def read(self, path: Path, *, user: str | User | None = None) -> io.IOBase:
         target = self.normalize_path(path)
         try:
@@ -186,15 +193,20 @@ class SandlotSandboxSession(BaseSandboxSession):
                 data = await self._remote.files.read(target.as_posix())
         except NotFound as exc:
             raise WorkspaceReadNotFoundError(path=target, cause=exc) from exc
+        except SandlotError as exc:  # a directory, too large, not readable, the sandbox lost
+            raise WorkspaceArchiveReadError(path=target, cause=exc) from exc
         return io.BytesIO(data)
 
     async def write(self, path: Path, data: io.IOBase, *, user: str | User | None = None) -> None:
         target = self.normalize_path(path, for_write=True)
         payload = data.read()
-        with _confined(target):
-            await self._remote.files.write(
-                target.as_posix(), payload.encode() if isinstance(payload, str) else bytes(payload)
-            )
+        try:
+            with _confined(target):
+                await self._remote.files.write(
+                    target.as_posix(), payload.encode() if isinstance(payload, str) else bytes(payload)
+                )
+        except SandlotError as exc:  # a directory there, too large, no room, the sandbox lost
+            raise WorkspaceArchiveWriteError(path=target, cause=exc) from exc
 
     async def running(self) -> bool:
         try:
@@ -261,7 +273,8 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
     """Creates, resumes and deletes SDK sandbox sessions on a Sandlot service.
 
     Pass ``base_url`` and ``api_key`` (the client then owns its connection: close it with
-    :meth:`aclose`), or an existing :class:`AsyncSandlot` as ``sandlot``.
+    :meth:`aclose`), or an existing :class:`AsyncSandlot` as ``sandlot``. ``options``: what
+    :meth:`create` uses when given none (so ``SandboxRunConfig(client=...)`` needs no options).
     """
 
     backend_id = BACKEND
@@ -272,6 +285,7 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
         api_key: str | None = None,
         *,
         sandlot: AsyncSandlot | None = None,
+        options: SandlotSandboxClientOptions | None = None,
         instrumentation: Instrumentation | None = None,
         dependencies: Dependencies | None = None,
     ) -> None:
@@ -286,6 +300,9 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
         self.sandlot = sandlot
         self._instrumentation = instrumentation or Instrumentation()
         self._dependencies = dependencies
+        self.options = options
+        # the SDK's runner asks for options only of a client that has no default
+        self.supports_default_options = options is not None
 
     async def aclose(self) -> None:
         if self._owned is not None:
@@ -308,8 +325,11 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
         *,
         snapshot: SnapshotSpec | SnapshotBase | None = None,
         manifest: Manifest | None = None,
-        options: SandlotSandboxClientOptions,
+        options: SandlotSandboxClientOptions | None = None,
     ) -> SandboxSession:
+        options = options or self.options
+        if options is None:
+            raise ValueError("pass options=SandlotSandboxClientOptions(...) here or to the client")
         manifest = self._validate_manifest_for_create(manifest if manifest is not None else Manifest())
         remote = await self.sandlot.start_session(options.environment, image=options.image)
         session_id = uuid.uuid4()

@@ -238,15 +238,15 @@ class PersistentShell:
         self._stream = started or await self._runtime.open_process(self.ref, ["/bin/sh"])
         self._pump = asyncio.create_task(self._pump_chunks(self._stream))
         await self._stream.write(BOOT.encode())
-        seen = b""
+        seen, said = b"", b""
         deadline = time.monotonic() + 10
         while not (seen.startswith(b"ready ") and seen.endswith(b"\n")):
             chunk = await self._next(deadline - time.monotonic())
-            if chunk is None or chunk is False:
-                raise SandboxStateError("the persistent shell did not start")
+            if chunk is None or chunk is False:  # what it printed says why (a runtime's refusal)
+                how = "ended" if chunk is None else "gave no answer in 10 s"
+                raise SandboxStateError(f"the persistent shell did not start: it {how} ({said[-300:]!r})")
             assert not isinstance(chunk, bool)
-            if chunk[0] == 1:
-                seen += chunk[1]
+            seen, said = (seen + chunk[1], said) if chunk[0] == 1 else (seen, said + chunk[1])
         words = seen.split()
         self.pid = int(words[1])
         self.takes_input = b"in" in words[2:]

@@ -42,12 +42,18 @@ async def test_state_persists_and_exit_does_not_kill_the_shell(shell: Persistent
     assert (await run(shell, "echo ok")).stdout == b"ok\n"
 
 
-async def test_a_second_command_while_one_runs_is_refused(shell: PersistentShell) -> None:
+async def test_a_second_command_while_one_runs_is_refused(
+    runtime: SandboxRuntime, shell: PersistentShell
+) -> None:
+    """The first command runs until the test lets it end (it waits for a file made by an exec
+    of its own), so the second always meets it running: a first that ended while the test's
+    loop was held up under load made the second run (CI's rerun)."""
     await run(shell, "true")
-    first = asyncio.ensure_future(run(shell, "sleep 0.5; echo done"))
-    await asyncio.sleep(0.1)
+    first = asyncio.ensure_future(run(shell, "until [ -e /workspace/go ]; do sleep 0.05; done; echo done"))
+    await asyncio.sleep(0)  # it starts: it counts as running from its first step
     with pytest.raises(Conflict):
         await run(shell, "echo intruder")
+    assert (await runtime.exec(shell.ref, ExecRequest(["touch", "/workspace/go"]))).exit_code == 0
     assert (await first).stdout == b"done\n"
 
 
