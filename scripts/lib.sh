@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the scripts in this folder. Every step is idempotent: it does nothing
 # when what it provides is already there.
 

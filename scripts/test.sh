@@ -18,7 +18,8 @@ if [ -z "${SANDLOT_TEST_DATABASE_URL:-}" ]; then
   if ! uv run python -c "import socket; socket.create_connection(('127.0.0.1', 5432), 2)" 2>/dev/null; then
     apt_install postgresql
     log "starting PostgreSQL..."
-    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start
+    clusters=(/etc/postgresql/*)  # one per installed version, in order: the first
+    pg_ctlcluster --skip-systemctl-redirect "${clusters[0]##*/}" main start
   fi
 fi
 

@@ -46,6 +46,7 @@ from sandlot.runtime.base import LABEL_INSTANCE
 from sandlot.runtime.docker_config import NETWORK
 from sandlot.runtime.docker_create import ensure_network
 from sandlot.runtime.docker_streams import engine
+from sandlot.runtime.programs import program
 
 if TYPE_CHECKING:
     from sandlot.runtime.docker import DockerRuntime
@@ -60,40 +61,10 @@ _ADDRESSES_TTL = 60.0
 _GUARD_SECONDS = 30.0
 _BRIDGE_OPTION = "com.docker.network.bridge.name"
 
-# $1: the link-local range, then each address to close. Every route is added, then every
-# address must fail to route (ip route get: "Permission denied" for a prohibit route).
-_CLOSE = r"""
-set -u
-range=$1; shift
-ip route add prohibit "$range" || exit 10
-for a in "$@"; do ip route add prohibit "$a/32" || exit 11; done
-for a in "${range%/*}" "$@"; do
-    if ip route get "$a" >/dev/null 2>&1; then echo "still routed: $a"; exit 12; fi
-done
-[ "$(cat /proc/sys/net/ipv6/conf/all/disable_ipv6)" = 1 ] || { echo "IPv6 is on"; exit 13; }
-"""
+_CLOSE = program("guard_close.sh")
 _HOST_ADDRESSES = ["ip", "-4", "-o", "addr", "show"]
 
-# $1: the sandbox bridge, $2: link-local. Runs in the engine's network namespace, chrooted into a
-# read-only view of the engine host's root (so with the host's own iptables, the one Docker
-# uses: no process is looked for by name, which any host user could take); makes sure nothing
-# from the bridge reaches the host itself (INPUT: any address of it, broadcasts, addresses it
-# gets later) and nothing goes to link-local through it (DOCKER-USER), then checks. A busy
-# xtables lock is waited for a few times; IPv6 only where the kernel has it.
-_FIREWALL = r"""
-set -u
-b=$1 ll=$2
-command -v iptables >/dev/null || { echo "the engine host has no iptables"; exit 21; }
-try() { for i in 1 2 3 4 5; do "$@" && return 0; sleep 1; done; return 1; }
-v6=; [ -e /proc/net/if_inet6 ] && command -v ip6tables >/dev/null && v6=ip6tables
-for t in iptables $v6; do
-    $t -C INPUT -i "$b" -j DROP 2>/dev/null || try $t -I INPUT 1 -i "$b" -j DROP || exit 22
-    try $t -C INPUT -i "$b" -j DROP || exit 23
-done
-iptables -C DOCKER-USER -i "$b" -d "$ll" -j DROP 2>/dev/null ||
-    try iptables -I DOCKER-USER 1 -i "$b" -d "$ll" -j DROP || exit 24
-try iptables -C DOCKER-USER -i "$b" -d "$ll" -j DROP || exit 25
-"""
+_FIREWALL = program("guard_firewall.sh")
 # what chrooting and changing the firewall take, and nothing else
 _FIREWALL_CAPS = ["SYS_CHROOT", "NET_ADMIN", "NET_RAW"]
 _BRIDGE_RE = re.compile(r"[A-Za-z0-9_.-]{1,15}")

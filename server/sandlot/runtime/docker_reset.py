@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sandlot.domain.errors import SandboxStateError
 from sandlot.runtime.docker_streams import ExecStream, engine
 from sandlot.runtime.output import CappedBuffer
+from sandlot.runtime.programs import program
 from sandlot.runtime.scripts import (
     HELPER_UNSET,
     RESET_SANDBOX,
@@ -45,17 +46,7 @@ _ALWAYS_CHANGED = frozenset(
 
 _DONE = "__SL_RESET_DONE"
 
-#: Run as ``sh -c RESET_THEN_SHELL sh TAIL WORKSPACE STATE DIR...``: RESET_SANDBOX in a
-#: subshell (its output on stderr, its failure the exit code), then a line saying it is done,
-#: TAIL (which gives back the environment the sandbox's own processes have), and this process,
-#: which the reset spared, becomes a fresh ``/bin/sh``: the next session's shell, for the cost
-#: of the one exec the reset needs anyway.
-RESET_THEN_SHELL = (
-    "__sl_tail=$1; shift\n(\n"
-    + RESET_SANDBOX
-    + f"\n) </dev/null >&2 || exit $?\nprintf '%s\\n' {_DONE}\n"
-    + 'eval "$__sl_tail"; unset __sl_tail; exec /bin/sh\n'
-)
+RESET_THEN_SHELL = program("reset_then_shell.sh").replace("@DONE@", _DONE)
 _RESET_SECONDS = 60.0
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from sandlot.runtime.bridge import produce
 from sandlot.runtime.local_tree import entries, export_tree
+from sandlot.runtime.programs import program
 
 __all__ = [
     "EXPORT_NAMED",
@@ -42,30 +43,11 @@ __all__ = [
 
 SETTLE_NS = 50_000_000  # well beyond a coarse clock tick (1-10 ms)
 
-#: ``sh -c LIST_WORKSPACE sh WORKSPACE STATE_DIR``: on stdout the mark's ctime, one line of
-#: numbers per entry, ``F`` when a directory could not be read, then ``E``; on stderr the names,
-#: NUL-separated, then ``E``.
-LIST_WORKSPACE = r"""
-cd -P -- "$1" || exit 20
-s=$2; mkdir -p "$s" && rm -f "$s/mark" "$s/find-failed" && : > "$s/mark" || exit 21
-stat -c '%Z %z' "$s/mark" || exit 21
-{ find . -mindepth 1 -print0 2>/dev/null || : > "$s/find-failed"; } | tee /dev/stderr |
-  xargs -0 -r stat -c '%f %i %s %h %Y %y %Z %z' 2>/dev/null || echo F
-[ -e "$s/find-failed" ] && echo F
-printf 'E\0' >&2
-echo E
-"""
+LIST_WORKSPACE = program("list_workspace.sh")
 
-_EXPORT = "exec xargs -0 -r tar -c -f - --no-recursion\n"
+EXPORT_NAMED = program("export_named.sh")
 
-#: ``sh -c EXPORT_NAMED sh WORKSPACE``: reads NUL-separated ``./name``s on stdin and writes a
-#: tar of those entries alone on stdout (several concatenated when there are many), read as
-#: the sandbox user, nothing when stdin is empty.
-EXPORT_NAMED = 'cd -P -- "$1" || exit 20\n' + _EXPORT
-
-#: ``sh -c SCAN_WORKSPACE sh WORKSPACE STATE_DIR``, stdin attached: the listing, then the
-#: export of the names that come on stdin, in one process (one ``docker exec`` for both).
-SCAN_WORKSPACE = LIST_WORKSPACE + _EXPORT
+SCAN_WORKSPACE = program("scan_workspace.sh")
 
 
 @dataclass(frozen=True, slots=True)
