@@ -27,6 +27,7 @@ log "lint and types"
 uv run ruff check .
 uv run ruff format --check .
 uv run mypy
+uv run lint-imports --no-cache  # the import contracts in pyproject.toml
 
 log "unit tests with no Docker and no database reachable"
 DOCKER_HOST=unix:///nonexistent SANDLOT_TEST_DATABASE_URL=postgresql://nobody@127.0.0.1:1/none \
