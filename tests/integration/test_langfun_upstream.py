@@ -82,14 +82,11 @@ class SandlotTestingService(SandlotSandboxService):
         proactive_session_setup: bool,
         keepalive_interval: float | None,
     ) -> SandlotTestingSandbox:
+        fields = self._sandbox_fields(
+            image_id, sandbox_id, reusable, proactive_session_setup, keepalive_interval
+        )
         return SandlotTestingSandbox(
-            sandbox_service=pg.Ref(self),
-            id=interface.Sandbox.Id(service_id=self.id, image_id=image_id, sandbox_id=sandbox_id),
-            image_id=image_id,
-            features={k: v.clone() for k, v in self.features.items() if v.is_applicable(image_id)},
-            reusable=reusable,
-            proactive_session_setup=proactive_session_setup,
-            keepalive_interval=keepalive_interval,
+            **fields,
             simulate_start_error=self.simulate_start_error,
             simulate_shutdown_error=self.simulate_shutdown_error,
             simulate_ping_error=self.simulate_ping_error,

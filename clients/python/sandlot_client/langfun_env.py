@@ -148,15 +148,29 @@ class SandlotSandboxService(PooledSandboxService):
         proactive_session_setup: bool,
         keepalive_interval: float | None,
     ) -> "SandlotSandbox":
-        return SandlotSandbox(
-            sandbox_service=pg.Ref(self),
-            id=interface.Sandbox.Id(service_id=self.id, image_id=image_id, sandbox_id=sandbox_id),
-            image_id=image_id,
-            features={k: v.clone() for k, v in self.features.items() if v.is_applicable(image_id)},
-            reusable=reusable,
-            proactive_session_setup=proactive_session_setup,
-            keepalive_interval=keepalive_interval,
+        fields = self._sandbox_fields(
+            image_id, sandbox_id, reusable, proactive_session_setup, keepalive_interval
         )
+        return SandlotSandbox(**fields)
+
+    def _sandbox_fields(
+        self,
+        image_id: str,
+        sandbox_id: str,
+        reusable: bool,
+        proactive_session_setup: bool,
+        keepalive_interval: float | None,
+    ) -> dict[str, Any]:
+        """What a sandbox of this service is made with (a subclass's sandbox adds its own)."""
+        return {
+            "sandbox_service": pg.Ref(self),
+            "id": interface.Sandbox.Id(service_id=self.id, image_id=image_id, sandbox_id=sandbox_id),
+            "image_id": image_id,
+            "features": {k: v.clone() for k, v in self.features.items() if v.is_applicable(image_id)},
+            "reusable": reusable,
+            "proactive_session_setup": proactive_session_setup,
+            "keepalive_interval": keepalive_interval,
+        }
 
 
 class SandlotSandbox(BaseSandbox):
