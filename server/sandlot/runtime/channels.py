@@ -19,9 +19,10 @@ from sandlot.runtime.base import ExecResult
 
 __all__ = ["INLINE_MAX", "ChannelLookup", "Channels", "ProgramChannel"]
 
-#: A program's input goes through a channel inline (base64 in the shell's own input), and a
-#: file read through one comes back whole, up to this size; beyond it a ``docker exec``'s
-#: fifty milliseconds matter little against moving the bytes, which it streams.
+#: A program's input goes through a channel raw, in the shell's own input once it asks for it
+#: (spooled whole before the program starts, see ``__sl_do``), and a file read through one comes
+#: back whole, up to this size; beyond it a ``docker exec``'s fifty milliseconds matter little
+#: against moving the bytes, which it streams.
 INLINE_MAX = 4 << 20
 
 
