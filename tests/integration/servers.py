@@ -21,6 +21,8 @@ from typing import IO
 import httpx
 import pytest
 
+from tests.conftest import INSTANCE
+
 __all__ = ["READY", "SERVE", "Ready", "Server", "answers", "free_port", "logs"]
 
 SERVE = (sys.executable, "-m", "sandlot", "serve")
@@ -190,3 +192,18 @@ class Server:
         self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+RESTART_INSTANCE = f"{INSTANCE}-rs"
+
+
+def restartable_server(pg_url: str, data_dir: Path) -> Server:
+    """``sandlot serve`` in its own process group, so SIGKILL takes the workers with it."""
+    settings = {
+        "SANDLOT_DATABASE_URL": pg_url,
+        "SANDLOT_RUNTIME": "docker",
+        "SANDLOT_INSTANCE": RESTART_INSTANCE,
+        "SANDLOT_DATA_DIR": str(data_dir),
+        "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
+    }
+    return Server(settings, new_session=True, grace=20)

@@ -31,7 +31,7 @@ from sandlot_client import (
     output_bytes,
 )
 from tests.integration.conftest import NewTenant, key_of
-from tests.integration.test_restart import restartable_server
+from tests.integration.servers import restartable_server
 
 ROOT = Path(__file__).resolve().parents[2]
 

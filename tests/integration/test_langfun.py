@@ -13,16 +13,16 @@ import pytest
 
 from sandlot_client import Sandlot
 from sandlot_client.langfun_env import SandlotSandbox, SandlotSandboxService
-from tests.integration.api.test_pools_and_sessions import docker_kill
 from tests.integration.conftest import NewTenant, key_of
+from tests.support.docker import kill_container
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.timeout(180)]
 
 IMAGE = "sandlot/busybox:latest"
 
 
-def kill_container(sandbox_id: str) -> None:
-    asyncio.run(docker_kill(None, sandbox_id))  # type: ignore[arg-type]
+def kill_underneath(sandbox_id: str) -> None:
+    asyncio.run(kill_container(sandbox_id))
 
 
 def run_scenario(live_server: str, key: str, langfun_pool: int) -> None:
@@ -60,7 +60,7 @@ def run_scenario(live_server: str, key: str, langfun_pool: int) -> None:
         # the container is killed underneath: a SandboxStateError, and the sandbox is dropped
         with pytest.raises(lf.env.SandboxStateError), env.sandbox() as sb:
             sandbox_id = str(sb.session.sandbox_id)
-            kill_container(sandbox_id)
+            kill_underneath(sandbox_id)
             sb.shell("echo still there?")
         assert sb.status == lf.env.Sandbox.Status.OFFLINE
         assert sb.state_errors

@@ -31,10 +31,10 @@ from sandlot_client import AsyncSandlot
 from sandlot_client.openai_agents import (
     SandlotSandboxClient,
     SandlotSandboxClientOptions,
-    SandlotSandboxSession,
 )
-from tests.integration.api.test_snapshots import remove_container
 from tests.integration.conftest import NewTenant, key_of
+from tests.support.agents import inner
+from tests.support.docker import remove_container
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.timeout(180)]
 set_tracing_disabled(True)  # the SDK's own traces would go to OpenAI; nothing leaves this machine
@@ -62,12 +62,6 @@ def scripted_turn() -> ScriptedModel:
             [assistant_message("done")],
         ]
     )
-
-
-def inner(session: Any) -> SandlotSandboxSession:
-    found = session._inner
-    assert isinstance(found, SandlotSandboxSession)
-    return found
 
 
 async def read_text(session: Any, path: str) -> str:

@@ -24,7 +24,7 @@ from agents.testing.model import ModelStepResult
 from sandlot_client import AsyncSandlot
 from sandlot_client.openai_agents import SandlotSandboxClient, SandlotSandboxClientOptions
 from tests.integration.conftest import NewTenant, key_of
-from tests.integration.test_openai_agents import inner
+from tests.support.agents import inner
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.timeout(240)]
 set_tracing_disabled(True)

@@ -13,23 +13,8 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.conftest import INSTANCE
 from tests.integration.conftest import NewTenant
-from tests.integration.servers import Server
-
-RESTART_INSTANCE = f"{INSTANCE}-rs"
-
-
-def restartable_server(pg_url: str, data_dir: Path) -> Server:
-    """``sandlot serve`` in its own process group, so SIGKILL takes the workers with it."""
-    settings = {
-        "SANDLOT_DATABASE_URL": pg_url,
-        "SANDLOT_RUNTIME": "docker",
-        "SANDLOT_INSTANCE": RESTART_INSTANCE,
-        "SANDLOT_DATA_DIR": str(data_dir),
-        "SANDLOT_BOOTSTRAP_OPERATOR_KEY": "false",
-    }
-    return Server(settings, new_session=True, grace=20)
+from tests.integration.servers import RESTART_INSTANCE, Server, restartable_server
 
 
 @pytest.fixture

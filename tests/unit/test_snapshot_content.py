@@ -28,7 +28,7 @@ from sandlot.runtime.manifest import (
     stat_cache,
 )
 from sandlot.services.capture import _plan
-from tests.unit.test_archives import make_tar
+from tests.support.archives import make_tar
 
 WEIRD = "new\nline \udcff\udcfe name"  # a newline and two bytes that are not UTF-8
 

@@ -19,8 +19,8 @@ from litestar.testing import AsyncTestClient
 from sandlot.app import create_app
 from sandlot.settings import Settings
 from tests.conftest import INSTANCE
-from tests.integration.api.test_pools_and_sessions import docker_kill
 from tests.integration.conftest import Api, NewTenant
+from tests.support.docker import kill_container
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres]
 
@@ -264,7 +264,7 @@ async def _files_of_a_killed_container(api: Api) -> None:
     env = await api.env(pool_size=0)
     s = await api.session(env["name"])
     await api.sh(s["id"], "echo saved > saved.txt")
-    await docker_kill(api, s["sandbox_id"])
+    await kill_container(s["sandbox_id"])
     got = await api.client.get(f"/v1/sessions/{s['id']}/workspace", headers=api.h)
     assert got.status_code == 200, got.text  # a stopped container's files can still be read
     with tarfile.open(fileobj=io.BytesIO(got.content)) as tar:

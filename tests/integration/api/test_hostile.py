@@ -22,8 +22,8 @@ from sandlot.settings import Settings
 from sandlot.store.engine import make_engine, make_sessionmaker
 from sandlot.store.tables import Sandbox
 from tests.conftest import BUSYBOX, PYTHON
-from tests.integration.api.test_pty import read_until, ws
 from tests.integration.conftest import Api, Headers, NewTenant
+from tests.support.ws import read_until, ws
 
 EVIL = r"(\S|\S|\S)*Z"
 

@@ -16,6 +16,7 @@ import pytest
 from sandlot.runtime.docker_images import ImageService
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import Api
+from tests.support.docker import kill_container
 
 FAST = {"housekeeping_interval_seconds": 0.2}
 
@@ -31,15 +32,6 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0
 async def pool_members(api: Api, env_id: str, status: str = "ready") -> list[dict]:
     rows = (await api.client.get("/v1/sandboxes", params={"status": status}, headers=api.h)).json()
     return [r for r in rows if r["environment_id"] == env_id]
-
-
-async def docker_kill(api: Api, sandbox_id: str) -> None:
-    docker = aiodocker.Docker()
-    try:
-        for c in await docker.containers.list(filters={"label": [f"dev.sandlot.sandbox={sandbox_id}"]}):
-            await c.kill()
-    finally:
-        await docker.close()
 
 
 async def container_count(sandbox_id: str) -> int:
@@ -115,7 +107,7 @@ async def test_pool_warms_to_min_and_replaces_a_dead_sandbox(api: Api) -> None:
 
     await eventually(two_ready)
     victim = (await pool_members(api, env["id"]))[0]["id"]
-    await docker_kill(api, victim)
+    await kill_container(victim)
 
     async def replaced() -> bool:
         ready = {r["id"] for r in await pool_members(api, env["id"])}
@@ -248,7 +240,7 @@ async def test_a_killed_container_is_a_sandbox_state_error_then_a_replacement_se
     env = await api.env(pool_size=[1, 2], **FAST)
     session = await api.session(env["name"])
     assert (await api.sh(session["id"], "echo before"))["stdout"] == "before\n"  # the shell is open
-    await docker_kill(api, session["sandbox_id"])
+    await kill_container(session["sandbox_id"])
     resp = await api.call(session["id"], "shell", "run", command="echo hi")
     assert resp.status_code == 502, resp.text
     assert resp.json()["code"] == "sandbox_state_error" and resp.json()["retryable"]

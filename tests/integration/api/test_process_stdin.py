@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.integration.api.test_processes import Live
 from tests.integration.conftest import NewTenant
+from tests.support.processes import Live
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres]
 

@@ -22,9 +22,9 @@ import pytest
 import websockets
 
 from tests.conftest import INSTANCE
-from tests.integration.api.test_processes import Live
 from tests.integration.conftest import Api, NewTenant
 from tests.integration.servers import Server
+from tests.support.processes import Live
 
 FIRST = 60_000
 SECOND = 120_000  # 0.8 MB in all: under the default output cap of 1 MiB

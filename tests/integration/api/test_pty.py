@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 import websockets
-from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from sandlot.runtime.base import SandboxSpec
 from sandlot.runtime.local import LocalRuntime
 from tests.integration.conftest import Headers, NewTenant
+from tests.support.ws import read_until, ws
 
 
 @pytest.fixture
@@ -29,20 +29,6 @@ async def session(live_server: str, new_tenant: NewTenant) -> AsyncIterator[tupl
         sid = (await http.post("/v1/sessions", json={"environment": name})).json()["id"]
         yield live_server, headers, sid
         await http.delete(f"/v1/sessions/{sid}")
-
-
-def ws(url: str, path: str) -> str:
-    return f"ws{url.removeprefix('http')}{path}"
-
-
-async def read_until(conn: ClientConnection, needle: bytes, timeout: float = 20) -> bytes:
-    seen = b""
-    async with asyncio.timeout(timeout):
-        while needle not in seen:
-            message = await conn.recv()
-            if isinstance(message, bytes):
-                seen += message
-    return seen
 
 
 async def test_stty_sees_the_size_after_a_resize(session: tuple[str, Headers, str]) -> None:

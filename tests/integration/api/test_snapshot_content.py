@@ -18,8 +18,8 @@ from sandlot.store.engine import make_sessionmaker
 from sandlot.store.repositories import SessionRepository
 from sandlot.store.tables import Snapshot
 from tests.integration.api.conftest import Own, blob_rows, checkpoint, state, tenant_id
-from tests.integration.api.test_snapshots import remove_container
 from tests.integration.conftest import Api, NewTenant
+from tests.support.docker import remove_container
 
 #: Names a tenant may choose: a newline, bytes that are not UTF-8, a long one, spaces.
 HOSTILE = r"""

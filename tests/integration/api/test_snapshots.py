@@ -6,24 +6,10 @@ import asyncio
 import io
 import tarfile
 
-import aiodocker
-
 from tests.integration.conftest import Api, NewTenant
+from tests.support.docker import remove_container
 
 HASHES = "(cd /workspace && find . -type f | sort | xargs sha256sum)"
-
-
-async def remove_container(sandbox_id: str) -> None:
-    docker = aiodocker.Docker()
-    try:
-        found = await docker.containers.list(
-            all=True, filters={"label": [f"dev.sandlot.sandbox={sandbox_id}"]}
-        )
-        assert found, "no container for the sandbox"
-        for c in found:
-            await c.delete(force=True)
-    finally:
-        await docker.close()
 
 
 async def test_a_suspended_session_survives_losing_its_container(api: Api) -> None:

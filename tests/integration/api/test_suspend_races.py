@@ -23,8 +23,8 @@ from websockets.sync.client import connect
 
 from sandlot.runtime.docker import DockerRuntime
 from sandlot.services.suspend import SuspendResume
-from tests.integration.api.test_processes import Live
 from tests.integration.conftest import Api, NewTenant
+from tests.support.processes import Live
 
 TICKER = "(while :; do echo x >> /tmp/ticks; sleep 0.05; done) >/dev/null 2>&1 &"
 

@@ -10,7 +10,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import Headers, NewTenant, key_of
-from tests.integration.console.test_sign_in import _sign_in
+from tests.support.console import sign_in
 
 
 async def test_operators_see_every_tenants_trail_and_tenants_their_own(
@@ -20,7 +20,7 @@ async def test_operators_see_every_tenants_trail_and_tenants_their_own(
     mine = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=alice)).json()
     theirs = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()
     try:
-        await _sign_in(browser, key_of(operator))
+        await sign_in(browser, key_of(operator))
         # another app (API process) made them: its events are written within a flush interval
         deadline = time.monotonic() + 30
         while (
@@ -36,7 +36,7 @@ async def test_operators_see_every_tenants_trail_and_tenants_their_own(
         everyone = await browser.get("/console/audit/", params={"tenant": "not an id!"})
         assert everyone.status_code == 200 and 'name="tenant" value=""' in everyone.text
 
-        await _sign_in(browser, key_of(bob))
+        await sign_in(browser, key_of(bob))
         deadline = time.monotonic() + 30  # written by the other app within a flush interval
         while (
             theirs["id"]

@@ -12,7 +12,7 @@ from litestar.testing import AsyncTestClient
 from sandlot.services.charts import MINUTES
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import NewTenant, key_of
-from tests.integration.console.test_sign_in import _csrf, _sign_in
+from tests.support.console import csrf, sign_in
 
 
 async def test_charts_count_acquires_and_commands_of_the_callers_tenant(
@@ -42,7 +42,7 @@ async def test_charts_count_acquires_and_commands_of_the_callers_tenant(
         )
         assert run.status_code == 200
     try:
-        await _sign_in(browser, key_of(alice))
+        await sign_in(browser, key_of(alice))
         deadline = time.monotonic() + 30
         while True:  # activity records are written in batches
             data = (await browser.get("/console/fragments/charts")).json()
@@ -59,8 +59,8 @@ async def test_charts_count_acquires_and_commands_of_the_callers_tenant(
         # bob's console counts none of it
         form = await browser.get("/console/")
         assert 'id="charts"' in form.text
-        await browser.post("/console/logout", data={"_csrf_token": _csrf(form.text)})
-        await _sign_in(browser, key_of(bob))
+        await browser.post("/console/logout", data={"_csrf_token": csrf(form.text)})
+        await sign_in(browser, key_of(bob))
         theirs = (await browser.get("/console/fragments/charts")).json()
         assert sum(theirs["warm"]) == sum(theirs["cold"]) == 0 and theirs["running"][-1] == 0
         assert all(v is None for v in theirs["p50"])

@@ -9,7 +9,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import Headers, NewTenant, key_of
-from tests.integration.console.test_sign_in import _csrf, _sign_in
+from tests.support.console import csrf, sign_in
 
 
 async def test_create_change_and_delete_an_environment_from_the_console(
@@ -19,7 +19,7 @@ async def test_create_change_and_delete_an_environment_from_the_console(
     theirs = f"bob-{secrets.token_hex(3)}"
     body = {"name": theirs, "images": [BUSYBOX]}
     assert (await client.post("/v1/environments", json=body, headers=bob)).status_code == 201
-    await _sign_in(browser, key_of(alice))
+    await sign_in(browser, key_of(alice))
     page = await browser.get("/console/environments/")
     assert page.status_code == 200 and theirs not in page.text and "No environments yet" in page.text
 
@@ -29,7 +29,7 @@ async def test_create_change_and_delete_an_environment_from_the_console(
         "images": BUSYBOX,
         "pool_min": "1",
         "pool_max": "1",
-        "_csrf_token": _csrf(page.text),
+        "_csrf_token": csrf(page.text),
     }
     made = await browser.post("/console/environments/", data=form)
     assert made.status_code == 200 and f"env-{name}" in made.text, made.text[-1500:]
@@ -38,7 +38,7 @@ async def test_create_change_and_delete_an_environment_from_the_console(
 
     changed = await browser.post(
         f"/console/environments/{name}",
-        data={"pool_min": "0", "pool_max": "2", "_csrf_token": _csrf(made.text)},
+        data={"pool_min": "0", "pool_max": "2", "_csrf_token": csrf(made.text)},
     )
     assert changed.status_code == 200
     assert (await client.get(f"/v1/environments/{name}", headers=alice)).json()["pool_size"] == [0, 2]
@@ -49,7 +49,7 @@ async def test_create_change_and_delete_an_environment_from_the_console(
             "memory_mb": "256",
             "cpus": "0.5",
             "images": f"{BUSYBOX}, sandlot/python:3",
-            "_csrf_token": _csrf(made.text),
+            "_csrf_token": csrf(made.text),
         },
     )
     assert limits.status_code == 200
@@ -57,15 +57,15 @@ async def test_create_change_and_delete_an_environment_from_the_console(
     assert env["memory_mb"] == 256 and env["cpus"] == 0.5 and env["pool_size"] == [0, 2]
     assert env["images"] == [BUSYBOX, "sandlot/python:3"]
     # features as JSON: set, refused when not an object or not JSON, or naming no feature
-    csrf = _csrf(made.text)
+    token = csrf(made.text)
     ok = await browser.post(
-        f"/console/environments/{name}", data={"features": '{"shell": null}', "_csrf_token": csrf}
+        f"/console/environments/{name}", data={"features": '{"shell": null}', "_csrf_token": token}
     )
     assert ok.status_code == 200 and f'data-testid="features-{name}"><code>shell</code>' in ok.text
     assert (await client.get(f"/v1/environments/{name}", headers=alice)).json()["features"] == {"shell": None}
     for bad in ("[1]", "{nope", '{"no-such-feature": null}', '"x"'):
         resp = await browser.post(
-            f"/console/environments/{name}", data={"features": bad, "_csrf_token": csrf}
+            f"/console/environments/{name}", data={"features": bad, "_csrf_token": token}
         )
         assert resp.status_code == 200 and 'role="alert"' in resp.text, bad
 
@@ -76,16 +76,16 @@ async def test_create_change_and_delete_an_environment_from_the_console(
         {"name": "ok-name", "images": BUSYBOX, "memory_mb": "1"},
         {"name": name, "images": BUSYBOX},  # exists
     ):
-        resp = await browser.post("/console/environments/", data={**bad, "_csrf_token": _csrf(made.text)})
+        resp = await browser.post("/console/environments/", data={**bad, "_csrf_token": csrf(made.text)})
         assert resp.status_code == 200 and 'role="alert"' in resp.text, bad
     # another tenant's environment: not found, untouched
     foreign = await browser.post(
-        f"/console/environments/{theirs}/delete", data={"_csrf_token": _csrf(made.text)}
+        f"/console/environments/{theirs}/delete", data={"_csrf_token": csrf(made.text)}
     )
     assert foreign.status_code == 404
     assert (await client.get(f"/v1/environments/{theirs}", headers=bob)).status_code == 200
 
-    gone = await browser.post(f"/console/environments/{name}/delete", data={"_csrf_token": _csrf(made.text)})
+    gone = await browser.post(f"/console/environments/{name}/delete", data={"_csrf_token": csrf(made.text)})
     assert gone.status_code == 200 and f"env-{name}" not in gone.text
     assert (await client.get(f"/v1/environments/{name}", headers=alice)).status_code == 404
 
@@ -103,18 +103,18 @@ async def test_an_operators_forms_on_two_tenants_shared_name_change_only_their_o
         made = await client.post("/v1/environments", json={"name": name, "images": [BUSYBOX]}, headers=tenant)
         assert made.status_code == 201, made.text
         envs.append(made.json())
-    await _sign_in(browser, key_of(operator))
+    await sign_in(browser, key_of(operator))
     page = await browser.get("/console/environments/")
     for env in envs:
         assert f'action="/console/environments/{env["id"]}"' in page.text
         assert f'action="/console/environments/{env["id"]}/delete"' in page.text
     set_c = await browser.post(
-        f"/console/environments/{envs[1]['id']}", data={"pids": "55", "_csrf_token": _csrf(page.text)}
+        f"/console/environments/{envs[1]['id']}", data={"pids": "55", "_csrf_token": csrf(page.text)}
     )
     assert set_c.status_code == 200 and 'role="alert"' not in set_c.text, set_c.text[-1500:]
     assert (await client.get(f"/v1/environments/{name}", headers=c)).json()["pids"] == 55
     assert (await client.get(f"/v1/environments/{name}", headers=b)).json()["pids"] != 55
-    token = {"_csrf_token": _csrf(page.text)}
+    token = {"_csrf_token": csrf(page.text)}
     gone = await browser.post(f"/console/environments/{envs[0]['id']}/delete", data=token)
     assert gone.status_code == 200
     assert (await client.get(f"/v1/environments/{name}", headers=b)).status_code == 404

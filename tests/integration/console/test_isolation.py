@@ -13,8 +13,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import Headers, NewTenant, key_of
-from tests.integration.console.test_sandboxes_page import _token
-from tests.integration.console.test_sign_in import _sign_in
+from tests.support.console import page_token, sign_in
 
 PUBLIC = {"/console/login", "/console/logout"}
 
@@ -63,8 +62,8 @@ async def test_no_console_route_shows_or_touches_another_tenants_objects(
         theirs[k] for k in ("name", "session_id", "sandbox_id", "key_id", "key_prefix", "tenant_id")
     ]
     try:
-        await _sign_in(browser, key_of(alice))
-        token = _token((await browser.get("/console/")).text)
+        await sign_in(browser, key_of(alice))
+        token = page_token((await browser.get("/console/")).text)
         routes = _console_routes(browser.app)
         assert len(routes) >= 15, routes
         for method, template in routes:

@@ -12,13 +12,7 @@ from litestar.testing import AsyncTestClient
 
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import NewTenant, key_of
-from tests.integration.console.test_sign_in import _sign_in
-
-
-def _token(page: str) -> str:
-    found = re.search(r'"x-csrftoken": "([^"]+)"', page)
-    assert found, page[:300]
-    return found.group(1)
+from tests.support.console import page_token, sign_in
 
 
 async def test_a_tenant_sees_and_kills_only_its_own_sandboxes(
@@ -31,7 +25,7 @@ async def test_a_tenant_sees_and_kills_only_its_own_sandboxes(
     ]
     theirs = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()["id"]
     try:
-        await _sign_in(browser, key_of(alice))
+        await sign_in(browser, key_of(alice))
         page = await browser.get("/console/sandboxes/")
         assert page.status_code == 200
         assert all(f"row-{s}" in page.text for s in mine) and theirs not in page.text
@@ -54,7 +48,7 @@ async def test_a_tenant_sees_and_kills_only_its_own_sandboxes(
         assert usage.status_code == 200 and 'data-testid="usage-memory"' in usage.text, usage.text
         assert re.search(r"[0-9.]+ MB of 512 MB", usage.text), usage.text
         assert (await browser.get(f"/console/sandboxes/{theirs}/usage")).status_code == 404
-        headers = {"x-csrftoken": _token(page.text), "HX-Request": "true"}
+        headers = {"x-csrftoken": page_token(page.text), "HX-Request": "true"}
 
         # without the token: refused, nothing killed
         assert (await browser.post(f"/console/sandboxes/{mine[0]}/kill")).status_code == 403
@@ -96,8 +90,8 @@ async def test_drain_takes_only_idle_pool_sandboxes_out_of_their_pool(
                 break
             assert time.monotonic() < deadline, "the pool did not fill"
             await asyncio.sleep(0.3)
-        await _sign_in(browser, key_of(alice))
-        token = _token((await browser.get("/console/sandboxes/")).text)
+        await sign_in(browser, key_of(alice))
+        token = page_token((await browser.get("/console/sandboxes/")).text)
         drained = await browser.post(
             "/console/sandboxes/drain",
             data={"ids": [pooled[0], loose, bobs]},
@@ -137,7 +131,7 @@ async def test_the_table_filters_by_tenant_environment_and_age(
     bobs = (await client.post("/v1/sandboxes", json={"image": BUSYBOX}, headers=bob)).json()
     try:
         pooled = await _pool_member(client, alice, env_id)
-        await _sign_in(browser, key_of(operator))
+        await sign_in(browser, key_of(operator))
 
         async def shown(**params: str) -> set[str]:
             page = (await browser.get("/console/sandboxes/rows", params=params)).text
@@ -155,7 +149,7 @@ async def test_the_table_filters_by_tenant_environment_and_age(
         nul = await browser.get("/console/sandboxes/rows", params={"tenant": "\x00"})
         assert 400 <= nul.status_code < 500
         # a tenant's own console ignores the tenant filter: it sees only its own
-        await _sign_in(browser, key_of(bob))
+        await sign_in(browser, key_of(bob))
         assert await shown(tenant=loose["tenant_id"]) == {bobs["id"]}
         assert await shown(environment=env_id) == set()
     finally:

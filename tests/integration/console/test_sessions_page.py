@@ -13,8 +13,7 @@ from sandlot.app import create_app
 from sandlot.settings import Settings
 from tests.conftest import BUSYBOX
 from tests.integration.conftest import NewTenant, key_of
-from tests.integration.console.test_sandboxes_page import _token
-from tests.integration.console.test_sign_in import _sign_in
+from tests.support.console import page_token, sign_in
 
 
 async def test_a_sessions_page_its_files_and_its_terminal_token(
@@ -30,13 +29,13 @@ async def test_a_sessions_page_its_files_and_its_terminal_token(
         sessions[who] = started.json()["id"]
     mine, theirs = sessions["alice"], sessions["bob"]
     try:
-        await _sign_in(browser, key_of(alice))
+        await sign_in(browser, key_of(alice))
         listing = await browser.get("/console/sessions/")
         assert f"session-{mine}" in listing.text and theirs not in listing.text
         assert (await browser.get(f"/console/sessions/{theirs}")).status_code == 404
         page = await browser.get(f"/console/sessions/{mine}")
         assert page.status_code == 200 and 'data-testid="terminal"' in page.text
-        csrf = {"x-csrftoken": _token(page.text)}
+        csrf = {"x-csrftoken": page_token(page.text)}
 
         # terminal token: only with the CSRF header, only for one's own session
         assert (await browser.post(f"/console/sessions/{mine}/terminal")).status_code == 403
@@ -139,7 +138,7 @@ async def test_a_session_links_to_its_traces_when_a_viewer_is_configured(
         )
         for app, link in ((plain, None), (viewer, f"http://jaeger/t?id={sid}")):
             async with AsyncTestClient(app, timeout=60) as browser:
-                await _sign_in(browser, key_of(h))
+                await sign_in(browser, key_of(h))
                 page = (await browser.get(f"/console/sessions/{sid}")).text
                 if link is None:
                     assert "trace-link" not in page

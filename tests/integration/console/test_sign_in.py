@@ -5,7 +5,6 @@ only its own objects."""
 from __future__ import annotations
 
 import asyncio
-import re
 import secrets
 
 from litestar.testing import AsyncTestClient
@@ -14,21 +13,7 @@ from sandlot.app import create_app
 from sandlot.services.accounts import AccountService
 from sandlot.settings import Settings
 from tests.integration.conftest import Headers, NewTenant, key_of
-
-
-def _csrf(page: str) -> str:
-    found = re.search(r'name="_csrf_token" value="([^"]+)"', page)
-    assert found, page[:500]
-    return found.group(1)
-
-
-async def _sign_in(browser: AsyncTestClient, key: str) -> None:
-    form = await browser.get("/console/login")
-    assert form.status_code == 200 and "Sign in" in form.text
-    resp = await browser.post(
-        "/console/login", data={"key": key, "_csrf_token": _csrf(form.text)}, follow_redirects=False
-    )
-    assert resp.status_code == 303 and resp.headers["location"] == "/console", resp.text
+from tests.support.console import csrf, sign_in
 
 
 async def test_signing_in_sets_a_strict_httponly_cookie_and_signing_out_refuses_the_pages(
@@ -41,7 +26,7 @@ async def test_signing_in_sets_a_strict_httponly_cookie_and_signing_out_refuses_
     key = key_of(await new_tenant())
     form = await browser.get("/console/login")
     resp = await browser.post(
-        "/console/login", data={"key": key, "_csrf_token": _csrf(form.text)}, follow_redirects=False
+        "/console/login", data={"key": key, "_csrf_token": csrf(form.text)}, follow_redirects=False
     )
     cookie = next(c for c in resp.headers.get_list("set-cookie") if c.startswith("sandlot_console="))
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
@@ -49,9 +34,7 @@ async def test_signing_in_sets_a_strict_httponly_cookie_and_signing_out_refuses_
     page = await browser.get("/console/")
     assert page.status_code == 200 and "Overview" in page.text and "tenant" in page.text
 
-    out = await browser.post(
-        "/console/logout", data={"_csrf_token": _csrf(page.text)}, follow_redirects=False
-    )
+    out = await browser.post("/console/logout", data={"_csrf_token": csrf(page.text)}, follow_redirects=False)
     assert out.status_code == 303
     assert (await browser.get("/console/", follow_redirects=False)).status_code == 303
 
@@ -60,13 +43,11 @@ async def test_signing_out_ends_the_session_everywhere_and_both_are_audited(
     browser: AsyncTestClient, app_settings: Settings, new_tenant: NewTenant
 ) -> None:
     h = await new_tenant()
-    await _sign_in(browser, key_of(h))
+    await sign_in(browser, key_of(h))
     cookie = browser.cookies.get("sandlot_console")
     assert cookie
     page = await browser.get("/console/")
-    out = await browser.post(
-        "/console/logout", data={"_csrf_token": _csrf(page.text)}, follow_redirects=False
-    )
+    out = await browser.post("/console/logout", data={"_csrf_token": csrf(page.text)}, follow_redirects=False)
     assert out.status_code == 303
     # a copy of the cookie (another browser, a stolen one) is signed out too (#27 finding 7:
     # it stayed good for its 12 hours)
@@ -93,12 +74,12 @@ async def test_failed_sign_ins_are_throttled_by_address(
         form = await browser.get("/console/login")
         for _ in range(3):
             wrong = await browser.post(
-                "/console/login", data={"key": "sl_0_x", "_csrf_token": _csrf(form.text)}
+                "/console/login", data={"key": "sl_0_x", "_csrf_token": csrf(form.text)}
             )
             assert wrong.status_code == 200 and 'role="alert"' in wrong.text
         # then even the right key waits: the address has spent its attempts
         held = await browser.post(
-            "/console/login", data={"key": key, "_csrf_token": _csrf(form.text)}, follow_redirects=False
+            "/console/login", data={"key": key, "_csrf_token": csrf(form.text)}, follow_redirects=False
         )
         assert (
             held.status_code == 429
@@ -111,7 +92,7 @@ async def test_failed_sign_ins_are_throttled_by_address(
 async def test_a_wrong_key_is_refused_with_a_message(browser: AsyncTestClient) -> None:
     form = await browser.get("/console/login")
     for key in ("sl_00000000_nope", "not a key", "x" * 200):
-        resp = await browser.post("/console/login", data={"key": key, "_csrf_token": _csrf(form.text)})
+        resp = await browser.post("/console/login", data={"key": key, "_csrf_token": csrf(form.text)})
         assert resp.status_code == 200 and 'role="alert"' in resp.text, key
         assert "sandlot_console=" not in resp.headers.get("set-cookie", "")
         assert "Traceback" not in resp.text
@@ -126,7 +107,7 @@ async def test_state_changes_without_a_valid_csrf_token_are_refused(
     for data in ({"key": key}, {"key": key, "_csrf_token": "forged"}):
         resp = await browser.post("/console/login", data=data, follow_redirects=False)
         assert resp.status_code == 403, resp.text
-    await _sign_in(browser, key)
+    await sign_in(browser, key)
     assert (await browser.post("/console/logout", follow_redirects=False)).status_code == 403
     assert (await browser.get("/console/")).status_code == 200  # still signed in
     # the JSON API is not cookie-authenticated and needs no CSRF token
@@ -142,7 +123,7 @@ async def test_a_revoked_key_ends_its_console_session(
     browser: AsyncTestClient, new_tenant: NewTenant, accounts: AccountService
 ) -> None:
     key = key_of(await new_tenant())
-    await _sign_in(browser, key)
+    await sign_in(browser, key)
     assert (await browser.get("/console/")).status_code == 200
     await accounts.revoke_key(key.split("_")[1])
     assert (await browser.get("/console/", follow_redirects=False)).headers["location"] == "/console/login"
@@ -157,13 +138,13 @@ async def test_a_tenant_sees_only_its_own_objects_and_an_operator_sees_all(
         names[who] = f"{who}-env-{secrets.token_hex(3)}"
         body = {"name": names[who], "images": ["sandlot/busybox:latest"], "pool_size": 0}
         assert (await client.post("/v1/environments", json=body, headers=h)).status_code == 201
-    await _sign_in(browser, key_of(alice))
+    await sign_in(browser, key_of(alice))
     for path in ("/console/", "/console/fragments/overview"):
         page = (await browser.get(path)).text
         assert names["alice"] in page and names["bob"] not in page, path
     form = await browser.get("/console/")
-    await browser.post("/console/logout", data={"_csrf_token": _csrf(form.text)})
-    await _sign_in(browser, key_of(operator))
+    await browser.post("/console/logout", data={"_csrf_token": csrf(form.text)})
+    await sign_in(browser, key_of(operator))
     page = (await browser.get("/console/")).text
     assert names["alice"] in page and names["bob"] in page and "operator" in page
 
@@ -175,7 +156,7 @@ async def test_every_console_answer_refuses_frames_and_sniffing(
     made outside the console's router (an unknown page, a wrong method, a post without its
     CSRF token) all carry the headers (#27 finding 7: none did; then the errors did not)."""
     answers = [await browser.get("/console/login"), await browser.get("/console/static/console.css")]
-    await _sign_in(browser, key_of(await new_tenant()))
+    await sign_in(browser, key_of(await new_tenant()))
     answers += [await browser.get("/console/"), await browser.get("/console/sandboxes/?status=nonsense")]
     errors = [
         await browser.get("/console/no-such-page"),
