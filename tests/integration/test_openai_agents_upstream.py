@@ -15,6 +15,7 @@ import hashlib
 import io
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -68,12 +69,16 @@ def sdk_tests() -> Path:
     assert hashlib.sha256(body).hexdigest() == sdist["hashes"]["sha256"], "the sdist is not PyPI's"
     cache.mkdir(parents=True, exist_ok=True)
     partial = cache / f".{tree.name}-{secrets.token_hex(4)}"
-    with tarfile.open(fileobj=io.BytesIO(body)) as tar:
-        top = f"openai_agents-{release}/"
-        wanted = [m for m in tar.getmembers() if m.name.startswith((top + "tests/", top + "pyproject.toml"))]
-        tar.extractall(partial, members=wanted, filter="data")
-    (partial / top).rename(tree)  # whole or not at all: a run killed midway leaves no tree
-    partial.rmdir()
+    try:
+        with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+            top = f"openai_agents-{release}/"
+            keep = (top + "tests/", top + "pyproject.toml")
+            wanted = [m for m in tar.getmembers() if m.name.startswith(keep)]
+            tar.extractall(partial, members=wanted, filter="data")
+        shutil.rmtree(tree, ignore_errors=True)  # a tree without its pyproject.toml is no tree
+        (partial / top).rename(tree)  # whole or not at all: a run killed midway leaves no tree
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return tree
 
 

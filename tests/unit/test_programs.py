@@ -86,11 +86,15 @@ def test_every_program_parses_under_dash_and_busybox(key: str, shell: list[str])
 
 def test_every_file_has_its_header_and_no_program_carries_one() -> None:
     """Headers and include lines are the files' own: none reaches a sandbox."""
-    names = sorted(p.name for p in (files("sandlot.runtime") / "sh").iterdir() if p.name.endswith(".sh"))
+    sh = files("sandlot.runtime") / "sh"
+    names = sorted(p.name for p in sh.iterdir() if p.name.endswith(".sh"))
     assert len(names) == 37
+    included = "".join((sh / name).read_text(encoding="utf-8") for name in names)
     for name in names:
         text = program(name)
         assert "# shellcheck shell=sh" not in text and "#@include" not in text and "\n# ---\n" not in text
+        if f"#@include {name}" in included:  # an include ends its lines: the next starts anew
+            assert text.endswith("\n"), name
 
 
 def directives(name: str) -> list[str]:

@@ -27,6 +27,7 @@ from ``SANDLOT_API_KEY``. Install with ``pip install 'sandlot-client[langfun]'``
 """
 
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import Iterator
@@ -49,6 +50,8 @@ from sandlot_client.errors import (
 from sandlot_client.sync import Sandlot, Session
 
 __all__ = ["SandlotSandbox", "SandlotSandboxService"]
+
+log = logging.getLogger(__name__)
 
 # what means "this sandbox is gone or unreachable" rather than "this call was wrong" (a client
 # closed under a call: the service was shut down meanwhile); a body over the service's limit is
@@ -75,7 +78,8 @@ class SandlotSandboxService(PooledSandboxService):
         super()._on_bound()
         if not hasattr(self, "_lock"):  # bound again on a rebind: keep the client and sessions
             self._client: Sandlot | None = None  # made on first use, closed by _shutdown
-            self._closed = False
+            self._closed = self._closing = False
+            self._starting = 0  # session starts under way
             self._lock = threading.RLock()
             self._let_go = threading.Condition(self._lock)  # a sandbox ended its session
             self._holding: dict[int, SandlotSandbox] = {}  # by id(): sandboxes with a session
@@ -98,7 +102,7 @@ class SandlotSandboxService(PooledSandboxService):
 
     def _start(self) -> None:
         with self._lock:
-            self._closed = False
+            self._closed = self._closing = False
         client = self.client
         try:  # the environment must exist (NotFound and bad keys raise as they are)
             client._run(client.aio._get_environment(self.sandlot_environment))
@@ -112,25 +116,48 @@ class SandlotSandboxService(PooledSandboxService):
 
     def _shutdown(self) -> None:
         """langfun shuts the pooled sandboxes down, but returns at once from one whose
-        shutdown another thread began (after a failed proactive setup or ping): those are
-        waited for (up to ``command_timeout``), then every Sandlot session still open is
-        ended here, before the client closes, so no session outlives the service."""
+        shutdown another thread began (after a failed proactive setup or ping), and knows
+        nothing of a start under way in another thread: no new start is let in, those under
+        way and those shutting down are waited for (up to ``command_timeout``), then every
+        Sandlot session still open is ended here, before the client closes, so none outlives
+        the service (one the service cannot reach to end ends at its idle timeout)."""
+        with self._lock:
+            self._closing = True
         try:
             super()._shutdown()
         finally:
             with self._let_go:
-                self._let_go.wait_for(self._none_shutting_down, timeout=self.command_timeout)
+                self._let_go.wait_for(self._settled, timeout=self.command_timeout)
                 self._closed = True
                 client, self._client = self._client, None
                 left = list(self._holding.values())
-            for sandbox in left:
-                sandbox._release()
-            if client is not None:
-                client.close()
+            try:
+                for sandbox in left:
+                    try:
+                        sandbox._release()
+                    except interface.SandboxStateError as exc:
+                        log.warning("could not end the Sandlot session of %s: %s", sandbox.id, exc)
+            finally:
+                if client is not None:
+                    client.close()
 
-    def _none_shutting_down(self) -> bool:
+    def _settled(self) -> bool:
         shutting_down = interface.Sandbox.Status.SHUTTING_DOWN
-        return all(sandbox.status != shutting_down for sandbox in self._holding.values())
+        return not self._starting and all(s.status != shutting_down for s in self._holding.values())
+
+    @contextlib.contextmanager
+    def _a_start(self, sandbox: "SandlotSandbox") -> Iterator[None]:
+        """A sandbox's session start, counted while it runs; refused once shutdown began."""
+        with self._let_go:
+            if self._closing:
+                raise interface.SandboxStateError("the sandbox service is shutting down", sandbox=sandbox)
+            self._starting += 1
+        try:
+            yield
+        finally:
+            with self._let_go:
+                self._starting -= 1
+                self._let_go.notify_all()
 
     def _hold(self, sandbox: "SandlotSandbox", holds: bool) -> None:
         with self._let_go:
@@ -221,11 +248,12 @@ class SandlotSandbox(BaseSandbox):
             raise
 
     def _start(self) -> None:
-        with self._guard("could not start a Sandlot session"):
-            self._session = self.service.client.start_session(
-                self.service.sandlot_environment, image=self.sandlot_image
-            )
-        self.service._hold(self, True)
+        with self.service._a_start(self):
+            with self._guard("could not start a Sandlot session"):
+                self._session = self.service.client.start_session(
+                    self.service.sandlot_environment, image=self.sandlot_image
+                )
+            self.service._hold(self, True)
         super()._start()
 
     def _shutdown(self) -> None:

@@ -194,7 +194,7 @@ class SandlotSandboxSession(BaseSandboxSession):
         except NotFound as exc:
             raise WorkspaceReadNotFoundError(path=target, cause=exc) from exc
         except SandlotError as exc:  # a directory, too large, not readable, the sandbox lost
-            raise WorkspaceArchiveReadError(path=target, cause=exc) from exc
+            raise WorkspaceArchiveReadError(path=target, cause=exc, retryable=exc.retryable) from exc
         return io.BytesIO(data)
 
     async def write(self, path: Path, data: io.IOBase, *, user: str | User | None = None) -> None:
@@ -206,7 +206,7 @@ class SandlotSandboxSession(BaseSandboxSession):
                     target.as_posix(), payload.encode() if isinstance(payload, str) else bytes(payload)
                 )
         except SandlotError as exc:  # a directory there, too large, no room, the sandbox lost
-            raise WorkspaceArchiveWriteError(path=target, cause=exc) from exc
+            raise WorkspaceArchiveWriteError(path=target, cause=exc, retryable=exc.retryable) from exc
 
     async def running(self) -> bool:
         try:
@@ -327,7 +327,7 @@ class SandlotSandboxClient(BaseSandboxClient[SandlotSandboxClientOptions]):
         manifest: Manifest | None = None,
         options: SandlotSandboxClientOptions | None = None,
     ) -> SandboxSession:
-        options = options or self.options
+        options = options if options is not None else self.options
         if options is None:
             raise ValueError("pass options=SandlotSandboxClientOptions(...) here or to the client")
         manifest = self._validate_manifest_for_create(manifest if manifest is not None else Manifest())

@@ -3,6 +3,7 @@ portal's thread, so both have exactly the same behaviour (retries, errors, resum
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Awaitable, Coroutine, Iterator
 from contextlib import ExitStack
@@ -34,6 +35,7 @@ class Sandlot:
             self._stop_portal()
             raise
         self._closed = False
+        self._closing = threading.Lock()
 
     def __enter__(self) -> Sandlot:
         return self
@@ -42,9 +44,10 @@ class Sandlot:
         self.close()
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+        with self._closing:  # once, whichever thread asks first
+            if self._closed:
+                return
+            self._closed = True
         try:
             self._portal.call(_awaited, self.aio.close())
         finally:
@@ -59,6 +62,7 @@ class Sandlot:
         try:
             return self._portal.call(_awaited, coro)
         except RuntimeError as exc:  # the portal stopped, or its HTTP client closed, meanwhile
+            coro.close()  # never awaited when the portal had already stopped
             if self._closed:
                 raise ClientClosed("the client was closed during the call") from exc
             raise

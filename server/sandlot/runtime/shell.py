@@ -244,9 +244,11 @@ class PersistentShell:
             chunk = await self._next(deadline - time.monotonic())
             if chunk is None or chunk is False:  # what it printed says why (a runtime's refusal)
                 how = "ended" if chunk is None else "gave no answer in 10 s"
-                raise SandboxStateError(f"the persistent shell did not start: it {how} ({said[-300:]!r})")
-            assert not isinstance(chunk, bool)
-            seen, said = (seen + chunk[1], said) if chunk[0] == 1 else (seen, said + chunk[1])
+                raise SandboxStateError(f"the persistent shell did not start: it {how} ({said!r})")
+            assert not isinstance(chunk, bool)  # only the tail of what it said is kept
+            seen, said = (seen + chunk[1], said) if chunk[0] == 1 else (seen, (said + chunk[1])[-300:])
+            if len(seen) > 4096:  # the ready line is short: this is not our shell talking
+                raise SandboxStateError(f"the persistent shell did not start: {seen[:200]!r}")
         words = seen.split()
         self.pid = int(words[1])
         self.takes_input = b"in" in words[2:]
