@@ -112,3 +112,33 @@ async def test_two_threads_on_one_sandbox_both_get_their_output(
     last session's teardown): each call gets its own output."""
     results = await asyncio.to_thread(two_threads_on_one_sandbox, live_server, key_of(await new_tenant()))
     assert [(r["exit_code"], r["stdout"]) for r in results] == [(0, "done-0\n"), (0, "done-1\n")]
+
+
+def rebind_then_shut_down(live_server: str, key: str) -> None:
+    with Sandlot(live_server, key) as admin:
+        env_name = f"lf-{secrets.token_hex(3)}"
+        admin.create_environment(env_name, [IMAGE], pool_size=[1, 1])
+    service = SandlotSandboxService(
+        base_url=live_server,
+        api_key=key,
+        sandlot_environment=env_name,
+        image_ids=[IMAGE],
+        sandbox_keepalive_interval=5,
+    )
+    with lf.env.Environment(sandboxes={"sandlot": service}):
+        with lf.env.Environment.current().sandbox() as sb:
+            housekeeping = sb._housekeep_thread
+            assert housekeeping is not None and housekeeping.is_alive()
+            sb.rebind(keepalive_interval=4)  # a field changed: langfun binds the sandbox again
+            assert sb._housekeep_thread is housekeeping
+        # the session's end shut the sandbox down (no langfun pool): its housekeeping with it
+        assert not housekeeping.is_alive()
+
+
+async def test_a_rebound_sandbox_keeps_its_housekeeping_and_its_shutdown_stops_it(
+    live_server: str, new_tenant: NewTenant
+) -> None:
+    """langfun forgets a sandbox's housekeeping thread when the sandbox is bound again; its
+    pings then ran on through the shutdown and one cut short by the session's end was reported
+    as a broken sandbox (a FLAKY of langfun's own suite on Sandlot)."""
+    await asyncio.to_thread(rebind_then_shut_down, live_server, key_of(await new_tenant()))

@@ -38,6 +38,7 @@ IMAGE = "sandlot/busybox:latest"
 MODULES = (base_sandbox_test, base_sandbox_service_test, interface_test)
 # where the doubles reach the live server: set by the ``upstream`` fixture, read at construction
 TARGET: dict[str, str] = {}
+STATE_ERRORS: list[str] = []  # every state error a sandbox reported in the running case
 Fault = type[BaseException] | None
 
 
@@ -107,6 +108,10 @@ class SandlotTestingSandbox(SandlotSandbox):
         super()._on_bound()
         self._shell_history: list[str] = []
         self._ping_history: list[bool] = []
+
+    def report_state_error(self, e: interface.SandboxStateError) -> None:
+        STATE_ERRORS.append(f"{self.id} ({self.status.value}): {e!r}")  # said when a case fails
+        super().report_state_error(e)
 
     def _raise_error(self, message: str, error_type: type[BaseException], **kwargs: Any) -> None:
         if issubclass(error_type, interface.SandboxStateError):
@@ -203,9 +208,10 @@ LEAVES_ITS_SANDBOX = {"langfun.env.interface_test.InterfaceTests.test_abstract_e
 async def test_langfun_upstream_case_passes_on_sandlot(upstream: str, case_id: str) -> None:
     case = next(iter_cases(unittest.TestLoader().loadTestsFromName(case_id)))
     result = unittest.TestResult()
+    STATE_ERRORS.clear()
     await asyncio.to_thread(case.run, result)
     problems = [text for _, text in result.errors + result.failures]
-    assert not problems, "\n".join(problems)
+    assert not problems, "\n".join([*problems, "state errors reported:", *STATE_ERRORS])
     assert not result.skipped, result.skipped
     auth = {"Authorization": f"Bearer {upstream}"}
     async with httpx.AsyncClient(base_url=TARGET["url"], headers=auth) as http:

@@ -205,7 +205,14 @@ class SandlotSandbox(BaseSandbox):
     activities; :attr:`session` is the client session for the rest (processes, pty, suspend)."""
 
     def _on_bound(self) -> None:
+        # langfun's own _on_bound forgets a live sandbox's housekeeping thread on every rebind
+        # (of its fields or its features'): that thread then pinged on through the shutdown,
+        # which neither stopped nor waited for it, and a ping its session's end cut short was
+        # taken for a broken sandbox. A live one is kept.
+        running = getattr(self, "_housekeep_thread", None), getattr(self, "_housekeep_event", None)
         super()._on_bound()
+        if running[0] is not None and running[0].is_alive():
+            self._housekeep_thread, self._housekeep_event = running
         if not hasattr(self, "_session"):
             self._session: Session | None = None
             # langfun calls one sandbox from several threads (a proactive session setup beside
